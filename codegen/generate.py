@@ -1,0 +1,131 @@
+"""Generate revision modules: the pipeline from pinned schema to Python source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpspec.schema import ERRATA, PINS, Pin
+
+from .build import build_module
+from .model import Module
+from .patch import apply_errata, normalise_wire_form
+from .render import render_module, render_package_init
+from .sources import default_schema_dir, read_pinned_schema
+
+__all__ = [
+    "GenerationReport",
+    "generate_all",
+    "generate_revision",
+    "load_wire_schema",
+    "module_filename",
+]
+
+
+@dataclass
+class GenerationReport:
+    """What one revision's generation produced."""
+
+    revision: str
+    definitions: int
+    structs: int
+    hoisted: int
+    aliases: int
+    unions: dict[str, int] = field(default_factory=dict)
+    errata: int = 0
+    normalised: int = 0
+
+    def summary(self) -> str:
+        unions = ", ".join(f"{k} {v}" for k, v in sorted(self.unions.items())) or "none"
+        return (
+            f"{self.revision}: {self.definitions} definitions -> {self.structs} Structs "
+            f"({self.hoisted} hoisted), {self.aliases} aliases; unions: {unions}; "
+            f"errata applied: {self.errata}; envelopes added: {self.normalised}"
+        )
+
+
+def module_filename(revision: str) -> str:
+    return "v" + revision.replace("-", "_") + ".py"
+
+
+def load_wire_schema(
+    revision: str,
+    schema_dir: str | Path | None = None,
+    schema_file: str | Path | None = None,
+) -> tuple[dict[str, Any], str, int, int]:
+    """The schema the generator reads for ``revision``: the pinned file (or
+    ``schema_file``) with errata applied and messages in wire form.
+
+    Returns the schema, the input's sha256, and the counts of errata applied and of
+    definitions given their envelope.
+    """
+    if schema_file is not None:
+        data = Path(schema_file).read_bytes()
+        raw = json.loads(data)
+        digest = hashlib.sha256(data).hexdigest()
+    else:
+        pin = _pin(revision)
+        raw = read_pinned_schema(pin, default_schema_dir(schema_dir))
+        digest = pin.sha256
+    errata = [e for e in ERRATA if e.revision == revision]
+    schema = apply_errata(raw, errata)
+    normalised = normalise_wire_form(schema)
+    return schema, digest, len(errata), normalised
+
+
+def _pin(revision: str) -> Pin:
+    for pin in PINS:
+        if pin.revision == revision:
+            return pin
+    known = ", ".join(p.revision for p in PINS)
+    raise KeyError(f"no pinned schema for {revision!r}; pinned: {known}; use --schema")
+
+
+def _report(module: Module, errata: int, normalised: int) -> GenerationReport:
+    strategies = Counter(a.strategy for a in module.aliases.values() if a.strategy)
+    strategies["merged"] += sum(1 for s in module.structs.values() if s.origin == "merged")
+    return GenerationReport(
+        revision=module.revision,
+        definitions=module.definitions,
+        structs=len(module.structs),
+        hoisted=sum(1 for s in module.structs.values() if s.origin == "hoisted"),
+        aliases=len(module.aliases),
+        unions={k: v for k, v in strategies.items() if v},
+        errata=errata,
+        normalised=normalised,
+    )
+
+
+def generate_revision(
+    revision: str,
+    out_dir: str | Path,
+    schema_dir: str | Path | None = None,
+    schema_file: str | Path | None = None,
+) -> GenerationReport:
+    """Write ``out_dir/vYYYY_MM_DD.py`` for ``revision`` and report what it holds."""
+    schema, digest, errata, normalised = load_wire_schema(revision, schema_dir, schema_file)
+    module = build_module(revision, schema)
+    source = render_module(module, digest)
+    Path(out_dir, module_filename(revision)).write_text(source, encoding="utf-8")
+    return _report(module, errata, normalised)
+
+
+def generate_all(
+    out_dir: str | Path,
+    schema_dir: str | Path | None = None,
+    extra: dict[str, Path] | None = None,
+) -> list[GenerationReport]:
+    """Regenerate every pinned revision (plus ``extra``: revision -> schema file) and the
+    package ``__init__`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    reports = [generate_revision(pin.revision, out, schema_dir) for pin in PINS]
+    for revision, path in sorted((extra or {}).items()):
+        reports.append(generate_revision(revision, out, schema_file=path))
+    revisions = sorted({r.revision for r in reports})
+    (out / "__init__.py").write_text(render_package_init(revisions), encoding="utf-8")
+    return reports

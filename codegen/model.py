@@ -1,0 +1,112 @@
+"""The generator's intermediate model: what a revision module declares, before rendering.
+
+A small, frozen vocabulary: :class:`Type` expressions, :class:`Field`, :class:`Struct`
+(plain, tagged or merged) and :class:`Alias`, collected in a :class:`Module`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Alias", "Arm", "Field", "Module", "Struct", "Type", "UnionStrategy"]
+
+TypeKind = Literal["prim", "ref", "list", "dict", "union", "literal", "any", "raw"]
+
+#: How a union is decoded. ``tagged``: msgspec tagged union on a constant field;
+#: ``plain``: members msgspec tells apart by JSON type; ``merged``: one Struct with every
+#: member's fields and a check that the value is one of the members; ``keyed``: decoded by
+#: the method of the request it answers; ``classified``: the codec classifies the JSON-RPC
+#: message by its keys; ``any``: every JSON value.
+UnionStrategy = Literal["tagged", "plain", "merged", "keyed", "classified", "any"]
+
+
+@dataclass(frozen=True)
+class Type:
+    """A type expression. ``name`` is a primitive (``str``, ``int``, ``float``, ``bool``,
+    ``None``) or a definition name; ``args`` are element types; ``values`` literal values;
+    ``ge``/``le`` numeric bounds."""
+
+    kind: TypeKind
+    name: str = ""
+    args: tuple[Type, ...] = ()
+    values: tuple[str | int | bool, ...] = ()
+    ge: int | float | None = None
+    le: int | float | None = None
+
+
+ANY = Type("any")
+RAW = Type("raw")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One Struct field: Python ``name``, JSON ``wire`` name, type and presence."""
+
+    name: str
+    wire: str
+    type: Type
+    required: bool
+    #: A constant the field always holds (``jsonrpc``, error ``code``): filled in by default.
+    const: str | int | bool | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One member of a merged union: the wire fields it requires and the constants it fixes."""
+
+    name: str
+    required: tuple[str, ...]
+    consts: tuple[tuple[str, tuple[str | int | bool, ...]], ...]
+
+
+@dataclass
+class Struct:
+    """A msgspec Struct. ``tag_field``/``tag`` make it a member of tagged unions; ``arms``
+    make it a merged union with a check."""
+
+    name: str
+    doc: str
+    fields: list[Field]
+    tag_field: str | None = None
+    tag: str | None = None
+    arms: tuple[Arm, ...] = ()
+    origin: str = "definition"  # or "hoisted" or "merged"
+
+
+@dataclass
+class Alias:
+    """A named type expression: unions, primitives, open objects."""
+
+    name: str
+    doc: str
+    type: Type
+    strategy: UnionStrategy | None = None
+    #: Members of a union whose decoding the codec owns (``keyed``, ``classified``).
+    members: tuple[str, ...] = ()
+
+
+@dataclass
+class Module:
+    """Everything one revision module declares, plus its dispatch tables."""
+
+    revision: str
+    structs: dict[str, Struct] = field(default_factory=dict)
+    aliases: dict[str, Alias] = field(default_factory=dict)
+    #: method -> request/notification type name, per sending side.
+    client_requests: dict[str, str] = field(default_factory=dict)
+    server_requests: dict[str, str] = field(default_factory=dict)
+    client_notifications: dict[str, str] = field(default_factory=dict)
+    server_notifications: dict[str, str] = field(default_factory=dict)
+    #: method -> result type names (one, or the members of a resultType-tagged union).
+    results: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: methods whose task-augmented form answers ``CreateTaskResult``.
+    task_results: dict[str, str] = field(default_factory=dict)
+    #: method -> input request type name (2026-07-28 multi round-trip requests).
+    input_requests: dict[str, str] = field(default_factory=dict)
+    #: Whether the revision allows JSON-RPC batches (2025-03-26).
+    batches: bool = False
+    errata_applied: int = 0
+    normalised: int = 0
+    definitions: int = 0

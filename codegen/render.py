@@ -1,0 +1,195 @@
+"""Render the model of a revision as Python source, with the jinja2 templates beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from .build import snake_case
+from .model import Alias, Field, Module, Struct, Type
+
+__all__ = ["render_module", "render_package_init", "type_expr"]
+
+_TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["type_expr"] = type_expr
+    env.filters["annotation"] = annotation
+    env.filters["default"] = default
+    env.filters["docstring"] = docstring
+    env.filters["comment"] = comment
+    env.filters["constant"] = constant
+    env.filters["snake"] = snake_case
+    env.filters["module_name"] = lambda revision: "v" + revision.replace("-", "_")
+    env.filters["alias_expr"] = alias_expr
+    env.filters["result_expr"] = result_expr
+    return env
+
+
+#: Names the generated modules import. A schema definition of the same name (2024-11-05
+#: has ``Annotated``) wins; the import is then renamed with a ``Typing`` prefix.
+IMPORTED = (
+    "Annotated", "Any", "ClassVar", "Final", "Literal", "TypeAlias", "Union",
+    "UNSET", "Meta", "UnsetType",
+)
+
+
+#: Other names of a generated module, which no definition may take.
+RESERVED = frozenset(
+    {
+        "Mapping", "MappingProxyType", "Codec", "Member", "check_members", "msgspec",
+        "REVISION", "RESULTS", "TASK_RESULTS", "CLIENT_REQUESTS",
+        "SERVER_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_NOTIFICATIONS", "INPUT_REQUESTS",
+        "codec",
+    }
+)
+
+
+class _Names:
+    """Spelling of the imported names in the module being rendered."""
+
+    def __init__(self, definitions: set[str]) -> None:
+        self.map = {n: (f"Typing{n}" if n in definitions else n) for n in IMPORTED}
+
+    def __getattr__(self, name: str) -> str:
+        return self.map[name]
+
+    def imports(self, module: str, names: tuple[str, ...]) -> str:
+        parts = [n if self.map[n] == n else f"{n} as {self.map[n]}" for n in names]
+        return f"from {module} import {', '.join(parts)}"
+
+
+_names = _Names(set())
+
+
+def _bounded(base: str, t: Type) -> str:
+    bounds = ", ".join(f"{k}={v!r}" for k, v in (("ge", t.ge), ("le", t.le)) if v is not None)
+    return f"{_names.Annotated}[{base}, {_names.Meta}({bounds})]" if bounds else base
+
+
+def type_expr(t: Type) -> str:
+    """Python source of a type expression."""
+    if t.kind == "prim":
+        return _bounded(t.name, t)
+    if t.kind == "ref":
+        return t.name
+    if t.kind == "list":
+        return f"list[{type_expr(t.args[0])}]"
+    if t.kind == "dict":
+        return f"dict[{type_expr(t.args[0])}, {type_expr(t.args[1])}]"
+    if t.kind == "union":
+        return " | ".join(type_expr(a) for a in t.args)
+    if t.kind == "literal":
+        return f"{_names.Literal}[{', '.join(constant(v) for v in t.values)}]"
+    if t.kind == "raw":
+        return "msgspec.Raw"
+    return _names.Any
+
+
+def alias_expr(alias: Alias) -> str:
+    """The right-hand side of a type alias; unions spelled ``Union[...]`` for Python 3.10."""
+    if alias.type.kind == "union":
+        return f"{_names.Union}[{', '.join(type_expr(a) for a in alias.type.args)}]"
+    return type_expr(alias.type)
+
+
+def result_expr(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{_names.Union}[{', '.join(names)}]"
+
+
+def constant(value: object) -> str:
+    """A JSON constant as Python source (double-quoted strings, like the rest)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def annotation(f: Field) -> str:
+    expr = type_expr(f.type)
+    return expr if f.required else f"{expr} | UnsetType"
+
+
+def default(f: Field) -> str:
+    """`` = value`` for fields with a default, else nothing."""
+    if f.required:
+        return f" = {constant(f.const)}" if f.const is not None else ""
+    return " = UNSET"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.replace("\t", "    ").splitlines()]
+
+
+def docstring(text: str, indent: int = 4) -> str:
+    """A docstring block (with its quotes), or ``...``-free empty string."""
+    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    lines = _lines(body)
+    pad = " " * indent
+    if len(lines) == 1:
+        return f'{pad}"""{lines[0]}"""'
+    inner = "\n".join(pad + line if line else "" for line in lines)
+    return f'{pad}"""\n{inner}\n{pad}"""'
+
+
+def comment(text: str, indent: int = 4) -> str:
+    """``#:`` documentation comment lines for a field or an alias."""
+    pad = " " * indent
+    return "\n".join(f"{pad}#: {line}".rstrip() for line in _lines(text))
+
+
+def _alias_order(aliases: dict[str, Alias]) -> list[Alias]:
+    """Aliases that use other aliases come after them (they are evaluated at import)."""
+    ordered: list[Alias] = []
+    done: set[str] = set()
+
+    def refs(t: Type) -> list[str]:
+        own = [t.name] if t.kind == "ref" and t.name in aliases else []
+        return own + [r for a in t.args for r in refs(a)]
+
+    def visit(alias: Alias) -> None:
+        if alias.name in done:
+            return
+        done.add(alias.name)
+        for dep in refs(alias.type):
+            visit(aliases[dep])
+        ordered.append(alias)
+
+    for name in sorted(aliases):
+        visit(aliases[name])
+    return ordered
+
+
+def _struct_order(structs: dict[str, Struct]) -> list[Struct]:
+    return [structs[name] for name in sorted(structs)]
+
+
+def render_module(module: Module, schema_sha256: str) -> str:
+    """The source of ``mcpspec.vYYYY_MM_DD`` for ``module``."""
+    global _names
+    clash = RESERVED & (set(module.structs) | set(module.aliases))
+    if clash:
+        raise ValueError(f"{module.revision}: definitions {sorted(clash)} clash with module names")
+    _names = _Names(set(module.structs) | set(module.aliases))
+    template = _env().get_template("revision.py.j2")
+    return template.render(
+        m=module,
+        names=_names,
+        sha256=schema_sha256,
+        structs=_struct_order(module.structs),
+        aliases=_alias_order(module.aliases),
+    )
+
+
+def render_package_init(revisions: list[str]) -> str:
+    """The source of ``mcpspec/__init__.py`` naming every generated revision."""
+    return _env().get_template("package_init.py.j2").render(revisions=revisions)

@@ -1,0 +1,349 @@
+"""The codec of one revision: bytes to typed messages and back, at msgspec speed.
+
+Each generated revision module builds one :class:`Codec` from its dispatch tables. The
+decoders are made on first use and kept.
+
+``decode`` takes a fast path first: one msgspec pass into the tagged union of every
+request and notification of the revision (chosen by ``method``), or into the response
+envelope. Only input that fails the fast path is parsed a second time, generically, to
+classify the failure: -32700 not JSON, -32600 not a JSON-RPC message, -32601 unknown
+method, -32602 params that fail the schema, each with the JSON path and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, overload
+
+import msgspec
+from msgspec import UNSET
+
+from .envelope import AnyResponse, ErrorResponse, ResultResponse
+from .errors import ErrorCode, InvalidMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["Codec", "Message"]
+
+T = TypeVar("T")
+
+#: What ``Codec.decode`` returns for one message: a generated request or notification
+#: Struct, or a response envelope.
+Message = Union[msgspec.Struct, ResultResponse, ErrorResponse]
+
+_METHOD = b'"method"'
+_JSONRPC = b'"jsonrpc"'
+_ID = b'"id"'
+_MISSING_RESULT_TYPE = "missing required field `resultType`"
+
+
+def _path(error: msgspec.ValidationError, prefix: str = "$") -> tuple[str, str]:
+    """(JSON path, reason) of a msgspec validation error, the path under ``prefix``."""
+    text = str(error)
+    reason, sep, where = text.rpartition(" - at `")
+    if not sep:
+        return prefix, text
+    return prefix + where.rstrip("`")[1:], reason
+
+
+class Codec:
+    """Encoder and decoders of one MCP revision.
+
+    Built by the generated revision module (``mcpspec.v2025_11_25.codec``); get one with
+    ``mcpspec.codec("2025-11-25")``. Methods never raise anything but
+    :class:`InvalidMessage` on bad input.
+    """
+
+    def __init__(
+        self,
+        revision: str,
+        *,
+        client_requests: Mapping[str, type[msgspec.Struct]],
+        server_requests: Mapping[str, type[msgspec.Struct]],
+        client_notifications: Mapping[str, type[msgspec.Struct]],
+        server_notifications: Mapping[str, type[msgspec.Struct]],
+        input_requests: Mapping[str, type[msgspec.Struct]],
+        results: Mapping[str, Any],
+        task_results: Mapping[str, Any],
+        owned_unions: Mapping[str, tuple[Any, Literal["keyed", "classified"]]],
+        batches: bool,
+    ) -> None:
+        self.revision = revision
+        self.client_requests = client_requests
+        self.server_requests = server_requests
+        self.client_notifications = client_notifications
+        self.server_notifications = server_notifications
+        self.input_requests = input_requests
+        self.results = results
+        self.task_results = task_results
+        self.batches = batches
+        self.requests: dict[str, type[msgspec.Struct]] = {**client_requests, **server_requests}
+        self.notifications: dict[str, type[msgspec.Struct]] = {
+            **client_notifications,
+            **server_notifications,
+        }
+        self._owned = {id(t): (name, strategy) for name, (t, strategy) in owned_unions.items()}
+        self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+        self._result_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
+        self._message_decoder: msgspec.json.Decoder[Any] | None = None
+        self._response_decoder = msgspec.json.Decoder(AnyResponse)
+        self._encoder = msgspec.json.Encoder()
+
+    def __repr__(self) -> str:
+        return f"<Codec {self.revision}>"
+
+    # -- decoding messages ----------------------------------------------------------------
+
+    def _messages(self) -> msgspec.json.Decoder[Any]:
+        if self._message_decoder is None:
+            types = tuple(dict.fromkeys([*self.requests.values(), *self.notifications.values()]))
+            self._message_decoder = msgspec.json.Decoder(Union[types])  # type: ignore[valid-type]
+        return self._message_decoder
+
+    def decode(self, data: bytes | str) -> Message | list[Message | InvalidMessage]:
+        """One wire message as a typed value.
+
+        A request or notification comes back as its generated Struct (``.method``,
+        ``.params``, and ``.id`` for requests), a response as :class:`ResultResponse`
+        (``.result`` kept as ``msgspec.Raw``) or :class:`ErrorResponse`. A batch, where
+        the revision allows one, comes back as a list in which a bad member is its
+        :class:`InvalidMessage`, so one bad member loses nothing else.
+
+        Raises :class:`InvalidMessage` for anything else.
+        """
+        if isinstance(data, str):
+            data = data.encode()
+        if _JSONRPC in data:
+            if _METHOD in data:
+                try:
+                    message = self._messages().decode(data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    pass
+                else:
+                    # A notification type decoded from a message with an ``id`` is a
+                    # request for a method that is not one: let the classifier say so.
+                    if _ID not in data or hasattr(message, "id"):
+                        return cast(Message, message)
+            else:
+                try:
+                    response = self._response_decoder.decode(data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    pass
+                else:
+                    checked = self._checked_response(response)
+                    if checked is not None:
+                        return checked
+        return self._classify(data)
+
+    def _checked_response(self, r: AnyResponse) -> ResultResponse | ErrorResponse | None:
+        if r.result is not UNSET and r.error is UNSET and r.id is not UNSET and r.id is not None:
+            return ResultResponse(id=r.id, result=r.result)
+        if r.error is not UNSET and r.result is UNSET and r.id is not UNSET:
+            return ErrorResponse(id=r.id, error=r.error)
+        return None
+
+    def _classify(self, data: bytes) -> Message | list[Message | InvalidMessage]:
+        """The slow path: say exactly what is wrong with ``data``, or decode what the fast
+        path passed over (batches, responses whose result mentions ``"method"``)."""
+        try:
+            obj = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise InvalidMessage(ErrorCode.PARSE_ERROR, "$", f"not JSON: {exc}") from None
+        if isinstance(obj, list):
+            return self._batch(obj)
+        return self._classify_object(obj, data)
+
+    def _batch(self, items: list[Any]) -> list[Message | InvalidMessage]:
+        if not self.batches:
+            raise InvalidMessage(
+                ErrorCode.INVALID_REQUEST,
+                "$",
+                f"JSON-RPC batches are not allowed in revision {self.revision}",
+            )
+        if not items:
+            raise InvalidMessage(ErrorCode.INVALID_REQUEST, "$", "a batch cannot be empty")
+        out: list[Message | InvalidMessage] = []
+        for index, item in enumerate(items):
+            raw = msgspec.json.encode(item)
+            try:
+                if not isinstance(item, dict):
+                    raise InvalidMessage(
+                        ErrorCode.INVALID_REQUEST, "$", "a batch member is a JSON object"
+                    )
+                out.append(cast(Message, self._classify_object(item, raw)))
+            except InvalidMessage as exc:
+                exc.path = f"$[{index}]" + exc.path[1:]
+                out.append(exc)
+        return out
+
+    def _classify_object(self, obj: Any, data: bytes) -> Message:
+        if not isinstance(obj, dict):
+            raise InvalidMessage(
+                ErrorCode.INVALID_REQUEST, "$", "a JSON-RPC message is a JSON object"
+            )
+        has_id = "id" in obj
+        request_id = obj.get("id")
+        readable_id = (
+            request_id
+            if isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+            else None
+        )
+        method = obj.get("method")
+        readable_method = method if isinstance(method, str) else None
+
+        def invalid(code: ErrorCode, path: str, reason: str) -> InvalidMessage:
+            return InvalidMessage(code, path, reason, id=readable_id, method=readable_method)
+
+        if obj.get("jsonrpc") != "2.0":
+            reason = "missing" if "jsonrpc" not in obj else f"is {obj['jsonrpc']!r}"
+            raise invalid(ErrorCode.INVALID_REQUEST, "$.jsonrpc", f'must be "2.0"; {reason}')
+        if has_id and readable_id is None and not (request_id is None and "method" not in obj):
+            what = "null" if request_id is None else type(request_id).__name__
+            raise invalid(
+                ErrorCode.INVALID_REQUEST,
+                "$.id",
+                f"a request id is a string or an integer, never {what}",
+            )
+        if "method" in obj:
+            if readable_method is None:
+                raise invalid(ErrorCode.INVALID_REQUEST, "$.method", "must be a string")
+            if "result" in obj or "error" in obj:
+                raise invalid(
+                    ErrorCode.INVALID_REQUEST, "$", "has both a method and a result or error"
+                )
+            return self._typed_message(obj, data, has_id, invalid)
+        if "result" in obj or "error" in obj:
+            return self._typed_response(obj, data, invalid)
+        raise invalid(
+            ErrorCode.INVALID_REQUEST, "$", "neither a request, a notification nor a response"
+        )
+
+    def _typed_message(self, obj: Any, data: bytes, has_id: bool, invalid: Any) -> Message:
+        method = obj["method"]
+        table, other = (
+            (self.requests, self.notifications) if has_id else (self.notifications, self.requests)
+        )
+        message_type = table.get(method)
+        if message_type is None:
+            if method in other:
+                kind = "notification" if has_id else "request"
+                reason = f"{method!r} is a {kind} method, so the message needs " + (
+                    "no id" if has_id else "an id"
+                )
+                raise invalid(ErrorCode.METHOD_NOT_FOUND, "$.method", reason)
+            raise invalid(
+                ErrorCode.METHOD_NOT_FOUND,
+                "$.method",
+                f"unknown method {method!r} in revision {self.revision}",
+            )
+        try:
+            return cast(Message, self._decoder(message_type).decode(data))
+        except msgspec.ValidationError as exc:
+            path, reason = _path(exc)
+            code = (
+                ErrorCode.INVALID_PARAMS
+                if path == "$.params" or path.startswith(("$.params.", "$.params["))
+                else ErrorCode.INVALID_REQUEST
+            )
+            raise invalid(code, path, reason) from None
+
+    def _typed_response(self, obj: Any, data: bytes, invalid: Any) -> Message:
+        if "result" in obj and "error" in obj:
+            raise invalid(ErrorCode.INVALID_REQUEST, "$", "a response has result or error, not both")
+        if "id" not in obj:
+            raise invalid(ErrorCode.INVALID_REQUEST, "$.id", "a response needs the request's id")
+        if "result" in obj and obj["id"] is None:
+            raise invalid(ErrorCode.INVALID_REQUEST, "$.id", "a result's id is never null")
+        try:
+            response = self._response_decoder.decode(data)
+        except msgspec.ValidationError as exc:
+            raise invalid(ErrorCode.INVALID_REQUEST, *_path(exc)) from None
+        checked = self._checked_response(response)
+        assert checked is not None  # every other shape was rejected above
+        return checked
+
+    # -- decoding results and single types ------------------------------------------------
+
+    def result_type(self, method: str, *, task: bool = False) -> Any:
+        """The type a response to ``method`` decodes into (``CreateTaskResult`` for a
+        task-augmented request when ``task``); ``KeyError`` for an unknown method."""
+        table = self.task_results if task else self.results
+        try:
+            return table[method]
+        except KeyError:
+            raise KeyError(f"no result type for {method!r} in revision {self.revision}") from None
+
+    def decode_result(self, method: str, result: msgspec.Raw | bytes | str, *, task: bool = False) -> Any:
+        """The result of a response to ``method``, typed.
+
+        ``task=True`` for a task-augmented request (answered by ``CreateTaskResult``). In
+        2026-07-28 a result without ``resultType``, from a peer of an earlier revision,
+        reads as ``"complete"``. Raises :class:`InvalidMessage` (path under ``$.result``).
+        """
+        decoder = self._result_decoders.get((method, task))
+        if decoder is None:
+            decoder = self._result_decoders[(method, task)] = msgspec.json.Decoder(
+                self.result_type(method, task=task)
+            )
+        try:
+            return decoder.decode(result)
+        except msgspec.ValidationError as exc:
+            if _MISSING_RESULT_TYPE in str(exc):
+                complete = self._complete_member(self.result_type(method, task=task))
+                if complete is not None:
+                    return self.decode_as(complete, result, prefix="$.result")
+            path, reason = _path(exc, "$.result")
+            raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+        except msgspec.DecodeError as exc:
+            raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
+
+    @staticmethod
+    def _complete_member(result_type: Any) -> type[msgspec.Struct] | None:
+        for member in getattr(result_type, "__args__", ()):
+            config = getattr(member, "__struct_config__", None)
+            if config is not None and config.tag == "complete":
+                return cast(type[msgspec.Struct], member)
+        return None
+
+    def _decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
+        decoder = self._decoders.get(type_)
+        if decoder is None:
+            decoder = self._decoders[type_] = msgspec.json.Decoder(type_)
+        return decoder
+
+    @overload
+    def decode_as(self, type_: type[T], data: bytes | str | msgspec.Raw, *, prefix: str = "$") -> T: ...
+    @overload
+    def decode_as(self, type_: Any, data: bytes | str | msgspec.Raw, *, prefix: str = "$") -> Any: ...
+    def decode_as(self, type_: Any, data: bytes | str | msgspec.Raw, *, prefix: str = "$") -> Any:
+        """One JSON instance of any generated type or alias of this revision.
+
+        ``JSONRPCMessage`` and ``JSONRPCResponse`` decode as :meth:`decode` does. Result
+        unions (``ServerResult``, ``ClientResult``, ``InputResponse``) depend on the method
+        they answer: use :meth:`decode_result`. Raises :class:`InvalidMessage`.
+        """
+        owned = self._owned.get(id(type_))
+        if owned is not None:
+            name, strategy = owned
+            if strategy == "keyed":
+                raise TypeError(
+                    f"{name} is decoded by the method of the request it answers: "
+                    f"use codec.decode_result(method, data)"
+                )
+            message = self.decode(bytes(data) if isinstance(data, msgspec.Raw) else data)
+            if name == "JSONRPCResponse" and not isinstance(message, (ResultResponse, ErrorResponse)):
+                raise InvalidMessage(ErrorCode.INVALID_REQUEST, "$", "not a response")
+            return message
+        try:
+            return self._decoder(type_).decode(data)
+        except msgspec.ValidationError as exc:
+            raise InvalidMessage(ErrorCode.INVALID_PARAMS, *_path(exc, prefix)) from None
+        except msgspec.DecodeError as exc:
+            raise InvalidMessage(ErrorCode.PARSE_ERROR, prefix, f"not JSON: {exc}") from None
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode(self, value: Any) -> bytes:
+        """The JSON bytes of a message, result or any generated value (a list for a
+        batch). Optional fields left unset are omitted; constants are written."""
+        return self._encoder.encode(value)

@@ -1,0 +1,54 @@
+"""JSON-RPC 2.0 response envelopes, the same in every revision.
+
+Requests and notifications are the revision's own generated types. A response is kept
+as a :class:`ResultResponse` whose ``result`` stays ``msgspec.Raw`` until the caller, who
+knows the method it answers, types it with ``codec.decode_result(method, result)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = ["ErrorObject", "ErrorResponse", "RequestId", "ResultResponse"]
+
+RequestId = Union[int, str]
+
+
+class ErrorObject(msgspec.Struct, kw_only=True):
+    """The ``error`` member of an error response."""
+
+    #: The error type (``ErrorCode`` for the standard ones).
+    code: int
+    #: A short description of the error.
+    message: str
+    #: Anything the sender adds, kept as sent.
+    data: Any = UNSET
+
+
+class ResultResponse(msgspec.Struct, kw_only=True):
+    """A successful response. Decoded, ``result`` is the ``msgspec.Raw`` JSON of the
+    result; to send, put any generated result value there."""
+
+    id: RequestId
+    result: Any
+    jsonrpc: Literal["2.0"] = "2.0"
+
+
+class ErrorResponse(msgspec.Struct, kw_only=True):
+    """An error response; ``id`` is ``None`` when the request's id could not be read."""
+
+    id: RequestId | None
+    error: ErrorObject
+    jsonrpc: Literal["2.0"] = "2.0"
+
+
+class AnyResponse(msgspec.Struct, kw_only=True):
+    """What the codec decodes a response into before it checks result-xor-error."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId | None | UnsetType = UNSET
+    result: msgspec.Raw | UnsetType = UNSET
+    error: ErrorObject | UnsetType = UNSET

@@ -1,0 +1,51 @@
+"""Membership checks of merged unions.
+
+Some schema unions cannot be told apart by a tag (text or blob resource contents, the
+elicitation schemas, ``ElicitRequestParams`` whose ``mode`` may be absent). The generator
+emits one Struct with every member's fields; its ``__post_init__`` calls
+:func:`check_members`, so a value that is none of the members is rejected with its path,
+on decode and on construction alike.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from msgspec import UNSET
+
+__all__ = ["Member", "check_members"]
+
+
+class Member(NamedTuple):
+    """One member of a merged union: required fields and constant fields, each as
+    ``(attribute, wire name)``; constants with the values the member allows."""
+
+    name: str
+    required: tuple[tuple[str, str], ...]
+    constants: tuple[tuple[str, str, tuple[object, ...]], ...]
+
+
+def check_members(value: object, members: tuple[Member, ...]) -> None:
+    """Return if ``value`` is an instance of at least one member, else raise
+    ``ValueError`` naming what each member misses."""
+    problems = []
+    for member in members:
+        missing = [wire for attr, wire in member.required if getattr(value, attr) is UNSET]
+        wrong = [
+            wire
+            for attr, wire, allowed in member.constants
+            if getattr(value, attr) is not UNSET and getattr(value, attr) not in allowed
+        ]
+        if not missing and not wrong:
+            return
+        what = [f"missing {', '.join(missing)}"] if missing else []
+        what += [f"{w} is not {member_value(member, w)}" for w in wrong]
+        problems.append(f"{member.name} ({'; '.join(what)})")
+    raise ValueError(f"matches none of the union's members: {', '.join(problems)}")
+
+
+def member_value(member: Member, wire: str) -> str:
+    for _, name, allowed in member.constants:
+        if name == wire:
+            return " or ".join(repr(v) for v in allowed)
+    return "?"

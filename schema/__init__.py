@@ -1,0 +1,81 @@
+"""Pinned inputs of the generator: which upstream schema file each revision is built from.
+
+Every revision is pinned by the specification repository's path, the commit it was taken
+at, and the sha256 of the file's bytes. The generator refuses a file whose hash differs:
+upstream has edited released schemas after their release, and a silent change of input
+would silently change the generated bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errata import ERRATA, Erratum
+
+__all__ = ["ERRATA", "PINS", "UPSTREAM_REPOSITORY", "Erratum", "Pin", "pin_for"]
+
+UPSTREAM_REPOSITORY = "modelcontextprotocol/modelcontextprotocol"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One revision's schema file: where it lives upstream and what its bytes hash to."""
+
+    revision: str
+    upstream_path: str
+    commit: str
+    sha256: str
+
+    @property
+    def download_url(self) -> str:
+        """The raw file at the pinned commit, for machines without a local copy."""
+        return (
+            f"https://raw.githubusercontent.com/{UPSTREAM_REPOSITORY}/"
+            f"{self.commit}/{self.upstream_path}"
+        )
+
+
+_COMMIT = "b0f60ba5409db7a6582440a7b473cc0398890f15"
+
+#: Oldest first; the last one is the latest revision.
+PINS: tuple[Pin, ...] = (
+    Pin(
+        "2024-11-05",
+        "schema/2024-11-05/schema.json",
+        _COMMIT,
+        "61cea2392d4f284092d09bc84b9ac488c0d5618ac2b38a56942fc5b99fd960ce",
+    ),
+    Pin(
+        "2025-03-26",
+        "schema/2025-03-26/schema.json",
+        _COMMIT,
+        "e720669548c8100a4282c49e580efd6ddf7f28899ea786fc8db251dbdb356131",
+    ),
+    Pin(
+        "2025-06-18",
+        "schema/2025-06-18/schema.json",
+        _COMMIT,
+        "af845e7e5b9d27107d1690f0936022546177a1403e63ffb11470135b296a2e01",
+    ),
+    Pin(
+        "2025-11-25",
+        "schema/2025-11-25/schema.json",
+        _COMMIT,
+        "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7",
+    ),
+    Pin(
+        "2026-07-28",
+        "schema/2026-07-28/schema.json",
+        _COMMIT,
+        "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203",
+    ),
+)
+
+
+def pin_for(revision: str) -> Pin:
+    """The pin of ``revision``; ``KeyError`` names the pinned revisions when there is none."""
+    for pin in PINS:
+        if pin.revision == revision:
+            return pin
+    known = ", ".join(p.revision for p in PINS)
+    raise KeyError(f"no pinned schema for revision {revision!r} (pinned: {known})")

@@ -11,6 +11,8 @@ Rules, in the order they apply to an object schema:
   give the same concept (``CallToolRequest.params`` -> ``CallToolRequestParams``).
 * A Struct with a constant ``method`` or ``type`` is tagged on it; in 2026-07-28 results
   are tagged on ``resultType``. Other constants are fields that default to the constant.
+* A required ``_meta`` (2026-07-28 requests) defaults to an empty dict, so a message
+  can be built before the session adds the per-request protocol fields.
 * ``number`` is ``int | float``, so ``5`` re-encodes as ``5``.
 * Unions are tagged or plain when msgspec can tell the members apart; the rest follow
   :data:`UNION_STRATEGIES` or become merged Structs with a membership check.
@@ -73,7 +75,10 @@ def merged_name(members: list[str]) -> str:
     ``BlobResourceContents`` give ``TextOrBlobResourceContents``."""
     words = [re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", m) for m in members]
     common = 0
-    while all(len(w) > common + 1 for w in words) and len({tuple(w[len(w) - common - 1 :]) for w in words}) == 1:
+    while (
+        all(len(w) > common + 1 for w in words)
+        and len({tuple(w[len(w) - common - 1 :]) for w in words}) == 1
+    ):
         common += 1
     heads = ["".join(w[: len(w) - common]) for w in words]
     return "Or".join(heads) + "".join(words[0][len(words[0]) - common :])
@@ -91,7 +96,7 @@ def clean_doc(text: str | None, names: frozenset[str]) -> str:
         target = match.group(1).strip()
         for name in sorted(names, key=len, reverse=True):
             if target.startswith(name) and target != name:
-                return f"`{name}` ({target[len(name):].lstrip(' |')})"
+                return f"`{name}` ({target[len(name) :].lstrip(' |')})"
         return f"`{target}`"
 
     return _LINK.sub(link, text).strip()
@@ -133,7 +138,7 @@ class _Builder:
 
     def type_of(self, node: dict[str, Any], owner: str, prop: str) -> Type:
         """The type of a schema node found at ``owner``.``prop``; hoists inline objects."""
-        name, target = self.deref(node)
+        name = self.deref(node)[0]
         if name is not None:
             self.ensure(name)
             if name in self.module.aliases:
@@ -163,8 +168,11 @@ class _Builder:
         if kind == "integer":
             return Type("prim", "int", ge=node.get("minimum"), le=node.get("maximum"))
         if kind == "number":
-            bounds = {"ge": node.get("minimum"), "le": node.get("maximum")}
-            return Type("union", args=(Type("prim", "int", **bounds), Type("prim", "float", **bounds)))
+            ge, le = node.get("minimum"), node.get("maximum")
+            return Type(
+                "union",
+                args=(Type("prim", "int", ge=ge, le=le), Type("prim", "float", ge=ge, le=le)),
+            )
         if kind == "boolean":
             return Type("prim", "bool")
         if kind == "null":
@@ -200,7 +208,9 @@ class _Builder:
 
     def category(self, t: Type) -> str:
         if t.kind == "prim":
-            return {"str": "str", "int": "int", "float": "float", "bool": "bool", "None": "none"}[t.name]
+            return {"str": "str", "int": "int", "float": "float", "bool": "bool", "None": "none"}[
+                t.name
+            ]
         if t.kind == "literal":
             return "str" if isinstance(t.values[0], str) else "int"
         if t.kind == "list":
@@ -227,7 +237,11 @@ class _Builder:
         if all(self.category(m) == "struct" for m in members):
             name = merged_name([m.name for m in members])
             if name not in self.module.structs:
-                self.add_merged(name, f"One of: {', '.join(m.name for m in members)}.", [m.name for m in members])
+                self.add_merged(
+                    name,
+                    f"One of: {', '.join(m.name for m in members)}.",
+                    [m.name for m in members],
+                )
             return Type("ref", name)
         raise UnsupportedSchema(f"{self.module.revision} {where}: untaggable inline union")
 
@@ -243,7 +257,10 @@ class _Builder:
         if structs and "object" in seen:
             return False
         if len(structs) > 1:
-            tags = [(self.module.structs[s.name].tag_field, self.module.structs[s.name].tag) for s in structs]
+            tags = [
+                (self.module.structs[s.name].tag_field, self.module.structs[s.name].tag)
+                for s in structs
+            ]
             fields = {f for f, _ in tags}
             if None in fields or len(fields) > 1 or len({t for _, t in tags}) != len(tags):
                 return False
@@ -277,7 +294,11 @@ class _Builder:
             if strategy in ("keyed", "classified"):
                 members = tuple(a for a in arm_names if a is not None)
                 self.module.aliases[name] = Alias(
-                    name, doc, Type("union", args=tuple(Type("ref", m) for m in members)), strategy, members
+                    name,
+                    doc,
+                    Type("union", args=tuple(Type("ref", m) for m in members)),
+                    strategy,
+                    members,
                 )
                 return
             arms = [self.type_of(a, name, "") for a in node["anyOf"]]
@@ -293,7 +314,9 @@ class _Builder:
                 return
             raise UnsupportedSchema(f"{self.module.revision} {name}: untaggable union")
         if self.def_category(name) == "dict":
-            t = self.type_of({**node, "additionalProperties": node.get("additionalProperties", {})}, name, "")
+            t = self.type_of(
+                {**node, "additionalProperties": node.get("additionalProperties", {})}, name, ""
+            )
             if name.endswith("MetaObject"):
                 t = Type("dict", args=(Type("prim", "str"), ANY))
             self.module.aliases[name] = Alias(name, doc, t)
@@ -351,6 +374,7 @@ class _Builder:
                     required=wire in required,
                     const=const if wire in required else None,
                     doc=clean_doc(prop.get("description"), self.names),
+                    empty_default=wire == "_meta" and wire in required,
                 )
             )
         struct.fields = fields
@@ -393,7 +417,12 @@ class _Builder:
         """A Struct's fields, its tag written as a required literal field."""
         fields = list(struct.fields)
         if struct.tag_field is not None and struct.tag is not None:
-            tag = Field(snake_case(struct.tag_field), struct.tag_field, Type("literal", values=(struct.tag,)), True)
+            tag = Field(
+                snake_case(struct.tag_field),
+                struct.tag_field,
+                Type("literal", values=(struct.tag,)),
+                True,
+            )
             fields.insert(0, tag)
         return fields
 
@@ -467,7 +496,9 @@ class _Builder:
             self.ensure("CreateTaskResult")
             for table in (m.client_requests, m.server_requests):
                 for method, request in table.items():
-                    params = next((f for f in m.structs[request].fields if f.wire == "params"), None)
+                    params = next(
+                        (f for f in m.structs[request].fields if f.wire == "params"), None
+                    )
                     if params is None or params.type.kind != "ref":
                         continue
                     target = m.structs.get(params.type.name)

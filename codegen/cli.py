@@ -1,9 +1,9 @@
 """``mcpspec generate``: rebuild the revision modules from the pinned schemas.
 
-    mcpspec generate                     # every pinned revision into generated/
-    mcpspec generate --out DIR           # ... into DIR
-    mcpspec generate --check             # fail if generated/ differs from a fresh run
-    mcpspec generate --revision 2027-01-01 --schema path/to/schema.json
+mcpspec generate                     # every pinned revision into generated/
+mcpspec generate --out DIR           # ... into DIR
+mcpspec generate --check             # fail if generated/ differs from a fresh run
+mcpspec generate --revision 2027-01-01 --schema path/to/schema.json
 """
 
 from __future__ import annotations
@@ -60,8 +60,12 @@ def _compare(expected: Path, actual: Path) -> list[str]:
             continue
         if a.read_bytes() != b.read_bytes():
             diff = difflib.unified_diff(
-                a.read_text().splitlines(), b.read_text().splitlines(),
-                f"committed/{name}", f"fresh/{name}", lineterm="", n=1,
+                a.read_text().splitlines(),
+                b.read_text().splitlines(),
+                f"committed/{name}",
+                f"fresh/{name}",
+                lineterm="",
+                n=1,
             )
             problems.append("\n".join(list(diff)[:40]))
     return problems

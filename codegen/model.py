@@ -50,6 +50,9 @@ class Field:
     #: A constant the field always holds (``jsonrpc``, error ``code``): filled in by default.
     const: str | int | bool | None = None
     doc: str = ""
+    #: A required open object that starts empty: the ``_meta`` of 2026-07-28 requests,
+    #: which the client session fills with the protocol fields before sending.
+    empty_default: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,17 +39,36 @@ def _env() -> jinja2.Environment:
 #: Names the generated modules import. A schema definition of the same name (2024-11-05
 #: has ``Annotated``) wins; the import is then renamed with a ``Typing`` prefix.
 IMPORTED = (
-    "Annotated", "Any", "ClassVar", "Final", "Literal", "TypeAlias", "Union",
-    "UNSET", "Meta", "UnsetType",
+    "Annotated",
+    "Any",
+    "ClassVar",
+    "Final",
+    "Literal",
+    "TypeAlias",
+    "Union",
+    "UNSET",
+    "Meta",
+    "UnsetType",
 )
 
 
 #: Other names of a generated module, which no definition may take.
 RESERVED = frozenset(
     {
-        "Mapping", "MappingProxyType", "Codec", "Member", "check_members", "msgspec",
-        "REVISION", "RESULTS", "TASK_RESULTS", "CLIENT_REQUESTS",
-        "SERVER_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_NOTIFICATIONS", "INPUT_REQUESTS",
+        "Mapping",
+        "MappingProxyType",
+        "Codec",
+        "Member",
+        "check_members",
+        "msgspec",
+        "REVISION",
+        "RESULTS",
+        "TASK_RESULTS",
+        "CLIENT_REQUESTS",
+        "SERVER_REQUESTS",
+        "CLIENT_NOTIFICATIONS",
+        "SERVER_NOTIFICATIONS",
+        "INPUT_REQUESTS",
         "codec",
     }
 )
@@ -120,10 +139,21 @@ def annotation(f: Field) -> str:
 
 
 def default(f: Field) -> str:
-    """`` = value`` for fields with a default, else nothing."""
-    if f.required:
-        return f" = {constant(f.const)}" if f.const is not None else ""
-    return " = UNSET"
+    """The right-hand side of a field declaration, with its `` = ``, or nothing."""
+    args: list[str] = []
+    if not f.required:
+        args.append(f"default={_names.UNSET}")
+    elif f.const is not None:
+        args.append(f"default={constant(f.const)}")
+    elif f.empty_default:
+        args.append("default_factory=dict")
+    if f.name != f.wire:
+        args.append(f'name="{f.wire}"')
+    if not args:
+        return ""
+    if len(args) == 1 and args[0].startswith("default="):
+        return " = " + args[0][len("default=") :]
+    return f" = msgspec.field({', '.join(args)})"
 
 
 def _lines(text: str) -> list[str]:

@@ -61,7 +61,7 @@ def read_pinned_schema(pin: Pin, schema_dir: Path | None) -> dict[str, Any]:
     if schema_dir is not None:
         path = schema_dir / pin.revision / "schema.json"
         if path.is_file():
-            return json.loads(_verify(path.read_bytes(), pin, str(path)))
+            return _parse(_verify(path.read_bytes(), pin, str(path)))
         if os.environ.get(ENV_VAR) or schema_dir.is_dir():
             raise SchemaNotFound(f"{path}: no such file (revision {pin.revision})")
     try:
@@ -72,4 +72,11 @@ def read_pinned_schema(pin: Pin, schema_dir: Path | None) -> dict[str, Any]:
             f"revision {pin.revision}: no local schema directory and download of "
             f"{pin.download_url} failed ({exc}); pass --schema-dir or set {ENV_VAR}"
         ) from exc
-    return json.loads(_verify(data, pin, pin.download_url))
+    return _parse(_verify(data, pin, pin.download_url))
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    schema = json.loads(data)
+    if not isinstance(schema, dict):
+        raise ValueError("a schema.json holds a JSON object")
+    return schema

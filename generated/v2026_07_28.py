@@ -339,7 +339,7 @@ class CallToolRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="too
 class CallToolRequestParams(msgspec.Struct, kw_only=True):
     """Parameters for a `tools/call` request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: Arguments to use for the tool call.
     arguments: dict[str, Any] | UnsetType = UNSET
@@ -492,7 +492,7 @@ class CompleteRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="com
 class CompleteRequestParams(msgspec.Struct, kw_only=True):
     """Parameters for a `completion/complete` request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: The argument's information
     argument: CompleteRequestParamsArgument
@@ -895,7 +895,7 @@ class GetPromptRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="pr
 class GetPromptRequestParams(msgspec.Struct, kw_only=True):
     """Parameters for a `prompts/get` request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: Arguments to use for templating the prompt.
     arguments: dict[str, str] | UnsetType = UNSET
@@ -1071,7 +1071,7 @@ class InputRequiredResult(msgspec.Struct, kw_only=True, tag_field="resultType", 
 class InputResponseRequestParams(msgspec.Struct, kw_only=True):
     """``InputResponseRequestParams`` (definition object)."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
     input_responses: InputResponses | UnsetType = msgspec.field(default=UNSET, name="inputResponses")
     request_state: str | UnsetType = msgspec.field(default=UNSET, name="requestState")
 
@@ -1630,7 +1630,7 @@ class PaginatedRequest(msgspec.Struct, kw_only=True):
 class PaginatedRequestParams(msgspec.Struct, kw_only=True):
     """Common params for paginated requests."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
@@ -1878,7 +1878,7 @@ class ReadResourceRequest(msgspec.Struct, kw_only=True, tag_field="method", tag=
 class ReadResourceRequestParams(msgspec.Struct, kw_only=True):
     """Parameters for a `resources/read` request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
     input_responses: InputResponses | UnsetType = msgspec.field(default=UNSET, name="inputResponses")
     request_state: str | UnsetType = msgspec.field(default=UNSET, name="requestState")
 
@@ -1935,7 +1935,7 @@ class Request(msgspec.Struct, kw_only=True):
 class RequestParams(msgspec.Struct, kw_only=True):
     """Common params for any request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
 
 class Resource(msgspec.Struct, kw_only=True):
@@ -2062,7 +2062,7 @@ class ResourceListChangedNotification(msgspec.Struct, kw_only=True, tag_field="m
 class ResourceRequestParams(msgspec.Struct, kw_only=True):
     """Common params for resource-related requests."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it.
     uri: str
@@ -2338,7 +2338,7 @@ class SubscriptionsListenRequest(msgspec.Struct, kw_only=True, tag_field="method
 class SubscriptionsListenRequestParams(msgspec.Struct, kw_only=True):
     """Parameters for a `SubscriptionsListenRequest` (subscriptions/listen) request."""
 
-    meta: RequestMetaObject = msgspec.field(name="_meta")
+    meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
     #: The notifications the client opts in to on this stream. The server
     #: **MUST NOT** send notification types the client has not explicitly
@@ -2357,7 +2357,7 @@ class SubscriptionsListenResult(msgspec.Struct, kw_only=True, tag_field="resultT
 
     result_type: ClassVar[str] = "complete"
 
-    meta: SubscriptionsListenResultMetaObject = msgspec.field(name="_meta")
+    meta: SubscriptionsListenResultMetaObject = msgspec.field(default_factory=dict, name="_meta")
 
 
 class SubscriptionsListenResultResponse(msgspec.Struct, kw_only=True):

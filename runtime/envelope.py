@@ -7,14 +7,14 @@ knows the method it answers, types it with ``codec.decode_result(method, result)
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = ["ErrorObject", "ErrorResponse", "RequestId", "ResultResponse"]
 
-RequestId = Union[int, str]
+RequestId: TypeAlias = int | str
 
 
 class ErrorObject(msgspec.Struct, kw_only=True):
@@ -49,6 +49,6 @@ class AnyResponse(msgspec.Struct, kw_only=True):
     """What the codec decodes a response into before it checks result-xor-error."""
 
     jsonrpc: Literal["2.0"]
-    id: RequestId | None | UnsetType = UNSET
+    id: RequestId | UnsetType | None = UNSET
     result: msgspec.Raw | UnsetType = UNSET
     error: ErrorObject | UnsetType = UNSET

@@ -30,7 +30,7 @@ _TS_NUMBER = (
     "--defaultNumberType integer, so floats were rejected."
 )
 _NULL_ID = (
-    "JSON-RPC 2.0 requires `\"id\": null` in the error response to a request whose id "
+    'JSON-RPC 2.0 requires `"id": null` in the error response to a request whose id '
     "could not be read (parse error, invalid request); the schema only allows RequestId."
 )
 _ELICIT_OLD = ["string", "integer", "boolean"]

@@ -1,0 +1,308 @@
+"""The codec of every revision: typed decoding, errors with paths, encoding."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+import msgspec
+import pytest
+
+import mcpspec
+from mcpspec.runtime import ErrorCode, ErrorResponse, InvalidMessage, ResultResponse
+
+MODULES = {r: __import__(mcpspec.module_name(r), fromlist=["codec"]) for r in mcpspec.REVISIONS}
+HANDSHAKE = [r for r in mcpspec.REVISIONS if r != "2026-07-28"]
+
+
+@pytest.fixture(params=mcpspec.REVISIONS)
+def rev(request: pytest.FixtureRequest) -> ModuleType:
+    module: ModuleType = MODULES[request.param]
+    return module
+
+
+def test_codec_by_name() -> None:
+    for revision in mcpspec.REVISIONS:
+        assert mcpspec.codec(revision) is MODULES[revision].codec
+        assert mcpspec.codec(revision).revision == revision
+    with pytest.raises(ValueError, match="unsupported MCP revision '1999-01-01'; supported: 2024"):
+        mcpspec.codec("1999-01-01")
+
+
+def test_request_with_defaults_is_a_complete_wire_message(rev: ModuleType) -> None:
+    request = rev.CallToolRequest(id=1, params=rev.CallToolRequestParams(name="echo"))
+    wire = json.loads(rev.codec.encode(request))
+    assert wire["jsonrpc"] == "2.0" and wire["id"] == 1 and wire["method"] == "tools/call"
+    assert wire["params"]["name"] == "echo"
+    decoded = rev.codec.decode(rev.codec.encode(request))
+    assert decoded == request
+    assert (decoded.id, decoded.method, decoded.params.name) == (1, "tools/call", "echo")
+
+
+def test_notification_has_no_id(rev: ModuleType) -> None:
+    note = rev.ProgressNotification(
+        params=rev.ProgressNotificationParams(progress_token="t", progress=5, total=7.5)
+    )
+    wire = json.loads(rev.codec.encode(note))
+    assert "id" not in wire and wire["method"] == "notifications/progress"
+    assert wire["params"] == {"progressToken": "t", "progress": 5, "total": 7.5}
+
+
+def test_numbers_keep_their_json_type(rev: ModuleType) -> None:
+    data = (
+        b'{"jsonrpc":"2.0","method":"notifications/progress",'
+        b'"params":{"progressToken":1,"progress":50,"total":99.5}}'
+    )
+    decoded = rev.codec.decode(data)
+    assert type(decoded.params.progress) is int and type(decoded.params.total) is float
+    assert rev.codec.encode(decoded).count(b'"progress":50,') == 1
+
+
+def test_wire_names_and_snake_case_attributes(rev: ModuleType) -> None:
+    tool = rev.codec.decode_as(rev.Tool, b'{"name":"t","inputSchema":{"type":"object"}}')
+    assert tool.input_schema == {"type": "object"}
+    assert json.loads(rev.codec.encode(tool)) == {"name": "t", "inputSchema": {"type": "object"}}
+
+
+OPEN = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"x": {"type": "number"}},
+    "properties": {"a": {"$ref": "#/$defs/x"}},
+    "x-vendor": [1, 2.5, None, True],
+}
+
+
+def test_open_objects_keep_every_key(rev: ModuleType) -> None:
+    tool_result = {
+        "_meta": {"com.example/trace": {"id": [1, 2]}, "progressToken": 3},
+        "content": [{"type": "text", "text": "hi", "_meta": {"k": None}}],
+        "structuredContent": {"deep": {"er": [1.5, None]}},
+    }
+    if rev.REVISION < "2025-06-18":  # both came with 2025-06-18
+        del tool_result["structuredContent"]
+        del tool_result["content"][0]["_meta"]
+    if rev.REVISION == "2026-07-28":
+        tool_result["resultType"] = "complete"
+    raw = json.dumps(tool_result).encode()
+    assert json.loads(rev.codec.encode(rev.codec.decode_result("tools/call", raw))) == tool_result
+    tool = rev.codec.decode_as(rev.Tool, json.dumps({"name": "t", "inputSchema": OPEN}).encode())
+    assert tool.input_schema == OPEN
+    args = {"nested": {"any": [1, {"b": None}]}, "f": 1.0}
+    params = rev.codec.decode_as(
+        rev.CallToolRequestParams, json.dumps({"name": "n", "arguments": args}).encode()
+    )
+    assert params.arguments == args
+    caps = {"experimental": {"x": {"y": [1, 2.5, None]}}}
+    assert rev.codec.decode_as(rev.ServerCapabilities, json.dumps(caps).encode()).experimental == (
+        caps["experimental"]
+    )
+    error = b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":{"a":[1,null]}}}'
+    decoded = rev.codec.decode(error)
+    assert isinstance(decoded, ErrorResponse) and decoded.error.data == {"a": [1, None]}
+
+
+def test_unknown_fields_are_ignored_never_an_error(rev: ModuleType) -> None:
+    data = (
+        b'{"jsonrpc":"2.0","id":"a","method":"tools/call","newField":1,'
+        b'"params":{"name":"x","title":"newer","execution":{"taskSupport":"optional"}}}'
+    )
+    decoded = rev.codec.decode(data)
+    assert decoded.params.name == "x" and decoded.id == "a"
+    tool = rev.codec.decode_as(rev.Tool, b'{"name":"t","inputSchema":{},"futureField":[1]}')
+    assert tool.name == "t"
+
+
+BAD: list[tuple[bytes, ErrorCode, str]] = [
+    (b'{"jsonrpc":"2.0","id":1,', ErrorCode.PARSE_ERROR, "$"),
+    (b"not json", ErrorCode.PARSE_ERROR, "$"),
+    (b'"a string"', ErrorCode.INVALID_REQUEST, "$"),
+    (b'{"id":1,"method":"ping"}', ErrorCode.INVALID_REQUEST, "$.jsonrpc"),
+    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', ErrorCode.INVALID_REQUEST, "$.jsonrpc"),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', ErrorCode.INVALID_REQUEST, "$.id"),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', ErrorCode.INVALID_REQUEST, "$.id"),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', ErrorCode.INVALID_REQUEST, "$.id"),
+    (b'{"jsonrpc":"2.0","id":1,"method":7}', ErrorCode.INVALID_REQUEST, "$.method"),
+    (b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', ErrorCode.METHOD_NOT_FOUND, "$.method"),
+    (b'{"jsonrpc":"2.0","method":"no/such"}', ErrorCode.METHOD_NOT_FOUND, "$.method"),
+    (
+        b'{"jsonrpc":"2.0","id":2,"method":"notifications/cancelled","params":{"requestId":1}}',
+        ErrorCode.METHOD_NOT_FOUND,
+        "$.method",
+    ),
+    (
+        b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}',
+        ErrorCode.METHOD_NOT_FOUND,
+        "$.method",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}',
+        ErrorCode.INVALID_PARAMS,
+        "$.params.name",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}',
+        ErrorCode.INVALID_PARAMS,
+        "$.params",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[]}}',
+        ErrorCode.INVALID_PARAMS,
+        "$.params.arguments",
+    ),
+    (b'{"jsonrpc":"2.0","id":1}', ErrorCode.INVALID_REQUEST, "$"),
+    (b'{"jsonrpc":"2.0","result":{}}', ErrorCode.INVALID_REQUEST, "$.id"),
+    (b'{"jsonrpc":"2.0","id":null,"result":{}}', ErrorCode.INVALID_REQUEST, "$.id"),
+    (
+        b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}',
+        ErrorCode.INVALID_REQUEST,
+        "$",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}',
+        ErrorCode.INVALID_REQUEST,
+        "$.error.code",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "code", "path"), BAD, ids=[b[0].decode()[:60] for b in BAD])
+def test_bad_input_is_one_typed_error_with_code_and_path(
+    rev: ModuleType, data: bytes, code: ErrorCode, path: str
+) -> None:
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode(data)
+    error = caught.value
+    assert (error.code, error.path) == (code, path), error
+    assert error.reason and error.data == {"path": path, "reason": error.reason}
+
+
+def test_error_knows_the_request_id_and_method() -> None:
+    codec = mcpspec.codec("2025-06-18")
+    with pytest.raises(InvalidMessage) as caught:
+        codec.decode(b'{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":1}}')
+    assert (caught.value.id, caught.value.method) == ("r1", "tools/call")
+    assert caught.value.message == "Invalid params"
+
+
+def test_responses_keep_result_raw_until_typed(rev: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"a","inputSchema":{}}]}}'
+    if rev.REVISION == "2026-07-28":
+        data = data.replace(b'{"tools"', b'{"resultType":"complete","ttlMs":0,"cacheScope":"public","tools"')
+    response = rev.codec.decode(data)
+    assert isinstance(response, ResultResponse) and response.id == 9
+    assert isinstance(response.result, msgspec.Raw)
+    result = rev.codec.decode_result("tools/list", response.result)
+    assert isinstance(result, rev.ListToolsResult) and result.tools[0].name == "a"
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode_result("tools/list", b'{"tools":[{"name":1}]}')
+    assert caught.value.path in ("$.result.tools[0].name", "$.result.tools[0]")
+
+
+def test_response_whose_result_mentions_method_still_decodes(rev: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\\"method\\""}]}}'
+    response = rev.codec.decode(data)
+    assert isinstance(response, ResultResponse)
+    assert bytes(response.result).startswith(b'{"content"')
+
+
+def test_null_id_error_response_decodes(rev: ModuleType) -> None:
+    response = rev.codec.decode(
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
+    )
+    assert isinstance(response, ErrorResponse) and response.id is None
+    assert response.error.code == ErrorCode.PARSE_ERROR
+
+
+def test_result_type_table_follows_request_names(rev: ModuleType) -> None:
+    assert rev.codec.result_type("tools/call") is not None
+    if rev.REVISION == "2026-07-28":
+        assert set(rev.RESULTS["tools/call"].__args__) == {rev.InputRequiredResult, rev.CallToolResult}
+        assert rev.RESULTS["server/discover"] is rev.DiscoverResult
+    else:
+        assert rev.RESULTS["tools/call"] is rev.CallToolResult
+        assert rev.RESULTS["initialize"] is rev.InitializeResult
+        assert rev.RESULTS["ping"] is rev.EmptyResult
+    with pytest.raises(KeyError, match="no result type for 'no/such'"):
+        rev.codec.result_type("no/such")
+
+
+def test_task_augmented_requests_answer_create_task_result() -> None:
+    rev = MODULES["2025-11-25"]
+    assert set(rev.TASK_RESULTS) == {"tools/call", "sampling/createMessage", "elicitation/create"}
+    raw = b'{"task":{"taskId":"t1","status":"working","createdAt":"2025-01-01T00:00:00Z",' \
+        b'"lastUpdatedAt":"2025-01-01T00:00:00Z","ttl":null}}'
+    result = rev.codec.decode_result("tools/call", raw, task=True)
+    assert isinstance(result, rev.CreateTaskResult) and result.task.task_id == "t1"
+
+
+def test_stateless_results_by_result_type() -> None:
+    rev = MODULES["2026-07-28"]
+    complete = rev.codec.decode_result("tools/call", b'{"resultType":"complete","content":[]}')
+    assert isinstance(complete, rev.CallToolResult) and complete.result_type == "complete"
+    legacy = rev.codec.decode_result("tools/call", b'{"content":[]}')  # an older peer
+    assert isinstance(legacy, rev.CallToolResult)
+    assert b'"resultType":"complete"' in rev.codec.encode(legacy)
+    more = rev.codec.decode_result(
+        "tools/call",
+        b'{"resultType":"input_required","requestState":"s",'
+        b'"inputRequests":{"a":{"method":"roots/list"}}}',
+    )
+    assert isinstance(more, rev.InputRequiredResult)
+    assert isinstance(more.input_requests["a"], rev.ListRootsRequest)
+    with pytest.raises(InvalidMessage, match="resultType"):
+        rev.codec.decode_result("tools/call", b'{"resultType":"later","content":[]}')
+
+
+def test_merged_unions_check_membership() -> None:
+    rev = MODULES["2025-11-25"]
+    text = rev.codec.decode_as(rev.TextOrBlobResourceContents, b'{"uri":"a:b","text":"t"}')
+    assert text.text == "t"
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode_result("resources/read", b'{"contents":[{"uri":"a:b"}]}')
+    assert caught.value.path == "$.result.contents[0]"
+    assert "missing text" in caught.value.reason and "missing blob" in caught.value.reason
+    with pytest.raises(ValueError, match="matches none"):
+        rev.TextOrBlobResourceContents(uri="a:b")
+    form = rev.codec.decode_as(
+        rev.ElicitRequestParams,
+        b'{"message":"m","requestedSchema":{"type":"object","properties":{}}}',
+    )
+    assert form.mode is msgspec.UNSET  # mode may be absent: a form
+    with pytest.raises(InvalidMessage, match="ElicitRequestURLParams"):
+        rev.codec.decode_as(rev.ElicitRequestParams, b'{"message":"m","mode":"url"}')
+
+
+def test_owned_unions_in_decode_as(rev: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    assert rev.codec.decode_as(rev.JSONRPCMessage, data).method == "tools/list"
+    # JSONRPCResponse is a union from 2025-11-25 on, an object before.
+    reason = "not a response" if rev.REVISION >= "2025-11-25" else "missing required field `result`"
+    with pytest.raises(InvalidMessage, match=reason):
+        rev.codec.decode_as(rev.JSONRPCResponse, data)
+    with pytest.raises(TypeError, match="decode_result"):
+        rev.codec.decode_as(rev.ServerResult, b"{}")
+
+
+def test_batches_only_in_2025_03_26(rev: ModuleType) -> None:
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":5},7]'
+    if rev.REVISION != "2025-03-26":
+        with pytest.raises(InvalidMessage, match="batches are not allowed") as caught:
+            rev.codec.decode(batch)
+        assert caught.value.code == ErrorCode.INVALID_REQUEST
+        return
+    ping, bad_method, not_object = rev.codec.decode(batch)
+    assert isinstance(ping, rev.PingRequest)
+    assert isinstance(bad_method, InvalidMessage) and bad_method.path == "$[1].method"
+    assert isinstance(not_object, InvalidMessage) and not_object.path == "$[2]"
+    with pytest.raises(InvalidMessage, match="empty"):
+        rev.codec.decode(b"[]")
+
+
+def test_encode_omits_unset_and_writes_constants(rev: ModuleType) -> None:
+    value: Any = rev.TextContent(text="hi")
+    assert json.loads(rev.codec.encode(value)) == {"type": "text", "text": "hi"}
+    assert rev.codec.encode(ResultResponse(id=1, result=value)) == (
+        b'{"id":1,"result":{"type":"text","text":"hi"},"jsonrpc":"2.0"}'
+    )

@@ -1,0 +1,182 @@
+"""The generator: pinned inputs, errata, determinism, drift check, adding a revision."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import json
+import shutil
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcpspec
+from mcpspec.codegen import generate_all, load_wire_schema
+from mcpspec.codegen.cli import main
+from mcpspec.codegen.patch import ErratumMismatch, apply_errata
+from mcpspec.codegen.sources import SchemaHashMismatch, SchemaNotFound, read_pinned_schema
+from mcpspec.schema import ERRATA, PINS, Erratum, pin_for
+
+from .conftest import ROOT, SCHEMA_DIR
+
+GENERATED = ROOT / "generated"
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("generated")
+    generate_all(out, SCHEMA_DIR)
+    return out
+
+
+def test_pins_match_the_shared_schemas() -> None:
+    pins = json.loads((SCHEMA_DIR / "PINS.json").read_text())
+    assert [(p["revision"], p["sha256"], p["upstream_commit"]) for p in pins] == [
+        (p.revision, p.sha256, p.commit) for p in PINS
+    ]
+    assert mcpspec.REVISIONS == tuple(p.revision for p in PINS)
+    assert mcpspec.LATEST == "2026-07-28"
+
+
+def test_generation_is_deterministic_and_matches_the_committed_modules(
+    fresh: Path, tmp_path: Path
+) -> None:
+    generate_all(tmp_path, SCHEMA_DIR)
+    names = sorted(p.name for p in fresh.glob("*.py"))
+    assert names == sorted(p.name for p in tmp_path.glob("*.py"))
+    assert len(names) == 6  # five revisions and the package __init__
+    for name in names:
+        assert (fresh / name).read_bytes() == (tmp_path / name).read_bytes(), name
+        assert (fresh / name).read_bytes() == (GENERATED / name).read_bytes(), name
+
+
+def test_check_passes_on_committed_and_fails_on_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["generate", "--check", "--out", str(GENERATED), "--schema-dir", str(SCHEMA_DIR)]) == 0
+    stale = tmp_path / "generated"
+    shutil.copytree(GENERATED, stale)
+    module = stale / "v2025_06_18.py"
+    module.write_text(module.read_text().replace("class Tool(", "class Tool2("))
+    assert main(["generate", "--check", "--out", str(stale), "--schema-dir", str(SCHEMA_DIR)]) == 1
+    err = capsys.readouterr().err
+    assert "v2025_06_18.py" in err and "class Tool2(" in err
+
+
+def test_generate_prints_a_summary_per_revision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["generate", "--out", str(tmp_path), "--schema-dir", str(SCHEMA_DIR)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(mcpspec.REVISIONS)
+    assert "155 definitions" in lines[-1] and "errata applied: 6" in lines[-1]
+    assert all("Structs" in line and "unions:" in line for line in lines)
+
+
+def test_hash_mismatch_names_file_and_both_hashes(tmp_path: Path) -> None:
+    pin = pin_for("2025-06-18")
+    folder = tmp_path / pin.revision
+    folder.mkdir()
+    data = (SCHEMA_DIR / pin.revision / "schema.json").read_bytes() + b"\n"
+    (folder / "schema.json").write_bytes(data)
+    with pytest.raises(SchemaHashMismatch) as caught:
+        read_pinned_schema(pin, tmp_path)
+    message = str(caught.value)
+    assert str(folder / "schema.json") in message
+    assert pin.sha256 in message and hashlib.sha256(data).hexdigest() in message
+
+
+def test_missing_file_in_a_given_schema_dir_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SchemaNotFound, match="2024-11-05"):
+        read_pinned_schema(pin_for("2024-11-05"), tmp_path)
+
+
+class _Response(io.BytesIO):
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def test_without_local_schemas_the_pinned_file_is_downloaded_and_verified(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pin = pin_for("2024-11-05")
+    good = (SCHEMA_DIR / pin.revision / "schema.json").read_bytes()
+    asked: list[str] = []
+
+    def fake_urlopen(url: str, timeout: float) -> _Response:
+        asked.append(url)
+        return _Response(good if len(asked) == 1 else good.replace(b"Tool", b"Tuul"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    schema = read_pinned_schema(pin, None)
+    assert "CallToolRequest" in schema["definitions"]
+    assert asked == [
+        "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/"
+        f"{pin.commit}/schema/2024-11-05/schema.json"
+    ]
+    with pytest.raises(SchemaHashMismatch, match=pin.sha256):
+        read_pinned_schema(pin, None)
+
+
+def test_every_erratum_asserts_its_old_value() -> None:
+    by_revision: dict[str, list[Erratum]] = {}
+    for erratum in ERRATA:
+        by_revision.setdefault(erratum.revision, []).append(erratum)
+    assert sorted(by_revision) == list(mcpspec.REVISIONS)
+    for revision, errata in by_revision.items():
+        patched, _, applied, _ = load_wire_schema(revision, SCHEMA_DIR)
+        assert applied == len(errata)
+        raw = read_pinned_schema(pin_for(revision), SCHEMA_DIR)
+        for erratum in errata:
+            # Applying it again to the patched schema fails: the old value is gone.
+            with pytest.raises(ErratumMismatch, match="expected"):
+                apply_errata(patched, [erratum])
+            assert erratum.reason
+        assert apply_errata(raw, errata) == patched or revision in ("2024-11-05", "2025-03-26", "2025-06-18")
+
+
+def test_erratum_at_a_missing_location_is_an_error() -> None:
+    raw: dict[str, Any] = {"$defs": {"A": {"type": "object"}}}
+    moved = Erratum("x", "/$defs/B/type", "object", "array", "test")
+    with pytest.raises(ErratumMismatch, match="no such location"):
+        apply_errata(raw, [moved])
+    assert raw == {"$defs": {"A": {"type": "object"}}}  # the input is never edited
+
+
+def test_errata_fix_the_known_defects() -> None:
+    schema = load_wire_schema("2026-07-28", SCHEMA_DIR)[0]["$defs"]
+    assert schema["JSONValue"]["anyOf"][2]["type"] == ["string", "number", "boolean", "null"]
+    content = schema["ElicitResult"]["properties"]["content"]["additionalProperties"]
+    assert content["anyOf"][1]["type"] == ["string", "number", "boolean"]
+    assert schema["JSONRPCErrorResponse"]["properties"]["id"]["anyOf"][1] == {"type": "null"}
+
+
+def test_adding_a_revision_from_a_schema_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = SCHEMA_DIR / "2026-07-28" / "schema.json"
+    out = tmp_path / "out"
+    args = ["generate", "--out", str(out), "--schema-dir", str(SCHEMA_DIR)]
+    assert main([*args, "--revision", "2099-01-01", "--schema", str(source)]) == 0
+    init = (out / "__init__.py").read_text()
+    assert '"2099-01-01",' in init and 'LATEST: Final = "2099-01-01"' in init
+    spec = importlib.util.spec_from_file_location("mcpspec.v2099_01_01", out / "v2099_01_01.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # msgspec resolves names there
+    spec.loader.exec_module(module)
+    assert module.codec.revision == "2099-01-01"
+    request = module.CallToolRequest(id=1, params=module.CallToolRequestParams(name="echo"))
+    assert module.codec.decode(module.codec.encode(request)) == request
+
+
+def test_revision_and_schema_go_together(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="go together"):
+        main(["generate", "--out", str(tmp_path), "--revision", "2099-01-01"])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast,
 import msgspec
 from msgspec import UNSET
 
-from .envelope import AnyResponse, ErrorResponse, ResultResponse
+from .envelope import AnyResponse, ErrorResponse, IdProbe, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
@@ -31,9 +31,10 @@ T = TypeVar("T")
 #: Struct, or a response envelope.
 Message: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
-_METHOD = b'"method"'
-_JSONRPC = b'"jsonrpc"'
-_ID = b'"id"'
+#: How messages of the common encoders begin (compact, and Python's ``json.dumps``).
+_STANDARD_STARTS = (b'{"jsonrpc":"2.0"', b'{"jsonrpc": "2.0"')
+#: From this size on, a message whose start mentions "result" is tried as a response first.
+_LARGE = 4096
 _MISSING_RESULT_TYPE = "missing required field `resultType`"
 
 
@@ -87,6 +88,8 @@ class Codec:
         self._result_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
         self._message_decoder: msgspec.json.Decoder[Any] | None = None
         self._response_decoder = msgspec.json.Decoder(AnyResponse)
+        self._id_probe = msgspec.json.Decoder(IdProbe)
+        self._notification_types = frozenset(self.notifications.values())
         self._encoder = msgspec.json.Encoder()
 
     def __repr__(self) -> str:
@@ -113,27 +116,44 @@ class Codec:
         """
         if isinstance(data, str):
             data = data.encode()
-        if _JSONRPC in data:
-            if _METHOD in data:
-                try:
-                    message = self._messages().decode(data)
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    pass
-                else:
-                    # A notification type decoded from a message with an ``id`` is a
-                    # request for a method that is not one: let the classifier say so.
-                    if _ID not in data or hasattr(message, "id"):
-                        return cast(Message, message)
-            else:
-                try:
-                    response = self._response_decoder.decode(data)
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    pass
-                else:
-                    checked = self._checked_response(response)
-                    if checked is not None:
-                        return checked
+        # Large messages are mostly responses: when "result" shows near the start, try the
+        # response envelope first and spare a pass over the whole result.
+        if len(data) > _LARGE and data.find(b'"result"', 0, 96) != -1:
+            response = self._fast_response(data)
+            if response is not None:
+                return response
+        else:
+            message = self._fast_message(data)
+            if message is not None:
+                return message
+            response = self._fast_response(data)
+            if response is not None:
+                return response
         return self._classify(data)
+
+    def _fast_message(self, data: bytes) -> Message | None:
+        """A request or notification in one msgspec pass, or ``None`` to classify."""
+        try:
+            message: msgspec.Struct = self._messages().decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        # ``jsonrpc`` fills itself in when absent, so its presence is checked here: every
+        # common encoder writes it first; any other message takes the classifier's path.
+        if not data.startswith(_STANDARD_STARTS):
+            return None
+        # A notification method sent with an id is a request for an unknown method.
+        if type(message) in self._notification_types and (
+            self._id_probe.decode(data).id is not UNSET
+        ):
+            return None
+        return message
+
+    def _fast_response(self, data: bytes) -> ResultResponse | ErrorResponse | None:
+        try:
+            response = self._response_decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        return self._checked_response(response)
 
     def _checked_response(self, r: AnyResponse) -> ResultResponse | ErrorResponse | None:
         if r.result is not UNSET and r.error is UNSET and r.id is not UNSET and r.id is not None:
@@ -144,7 +164,7 @@ class Codec:
 
     def _classify(self, data: bytes) -> Message | list[Message | InvalidMessage]:
         """The slow path: say exactly what is wrong with ``data``, or decode what the fast
-        path passed over (batches, responses whose result mentions ``"method"``)."""
+        path passed over (batches, members in an unusual order)."""
         try:
             obj = msgspec.json.decode(data)
         except msgspec.DecodeError as exc:

@@ -52,3 +52,9 @@ class AnyResponse(msgspec.Struct, kw_only=True):
     id: RequestId | UnsetType | None = UNSET
     result: msgspec.Raw | UnsetType = UNSET
     error: ErrorObject | UnsetType = UNSET
+
+
+class IdProbe(msgspec.Struct):
+    """Reads only a message's top-level ``id`` (absent: ``UNSET``)."""
+
+    id: Any = UNSET

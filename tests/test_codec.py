@@ -6,10 +6,9 @@ import json
 from types import ModuleType
 from typing import Any
 
+import mcpspec
 import msgspec
 import pytest
-
-import mcpspec
 from mcpspec.runtime import ErrorCode, ErrorResponse, InvalidMessage, ResultResponse
 
 MODULES = {r: __import__(mcpspec.module_name(r), fromlist=["codec"]) for r in mcpspec.REVISIONS}
@@ -95,8 +94,9 @@ def test_open_objects_keep_every_key(rev: ModuleType) -> None:
     )
     assert params.arguments == args
     caps = {"experimental": {"x": {"y": [1, 2.5, None]}}}
-    assert rev.codec.decode_as(rev.ServerCapabilities, json.dumps(caps).encode()).experimental == (
-        caps["experimental"]
+    assert (
+        rev.codec.decode_as(rev.ServerCapabilities, json.dumps(caps).encode()).experimental
+        == (caps["experimental"])
     )
     error = b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":{"a":[1,null]}}}'
     decoded = rev.codec.decode(error)
@@ -189,7 +189,9 @@ def test_error_knows_the_request_id_and_method() -> None:
 def test_responses_keep_result_raw_until_typed(rev: ModuleType) -> None:
     data = b'{"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"a","inputSchema":{}}]}}'
     if rev.REVISION == "2026-07-28":
-        data = data.replace(b'{"tools"', b'{"resultType":"complete","ttlMs":0,"cacheScope":"public","tools"')
+        data = data.replace(
+            b'{"tools"', b'{"resultType":"complete","ttlMs":0,"cacheScope":"public","tools"'
+        )
     response = rev.codec.decode(data)
     assert isinstance(response, ResultResponse) and response.id == 9
     assert isinstance(response.result, msgspec.Raw)
@@ -218,7 +220,10 @@ def test_null_id_error_response_decodes(rev: ModuleType) -> None:
 def test_result_type_table_follows_request_names(rev: ModuleType) -> None:
     assert rev.codec.result_type("tools/call") is not None
     if rev.REVISION == "2026-07-28":
-        assert set(rev.RESULTS["tools/call"].__args__) == {rev.InputRequiredResult, rev.CallToolResult}
+        assert set(rev.RESULTS["tools/call"].__args__) == {
+            rev.InputRequiredResult,
+            rev.CallToolResult,
+        }
         assert rev.RESULTS["server/discover"] is rev.DiscoverResult
     else:
         assert rev.RESULTS["tools/call"] is rev.CallToolResult
@@ -231,8 +236,10 @@ def test_result_type_table_follows_request_names(rev: ModuleType) -> None:
 def test_task_augmented_requests_answer_create_task_result() -> None:
     rev = MODULES["2025-11-25"]
     assert set(rev.TASK_RESULTS) == {"tools/call", "sampling/createMessage", "elicitation/create"}
-    raw = b'{"task":{"taskId":"t1","status":"working","createdAt":"2025-01-01T00:00:00Z",' \
+    raw = (
+        b'{"task":{"taskId":"t1","status":"working","createdAt":"2025-01-01T00:00:00Z",'
         b'"lastUpdatedAt":"2025-01-01T00:00:00Z","ttl":null}}'
+    )
     result = rev.codec.decode_result("tools/call", raw, task=True)
     assert isinstance(result, rev.CreateTaskResult) and result.task.task_id == "t1"
 
@@ -306,3 +313,33 @@ def test_encode_omits_unset_and_writes_constants(rev: ModuleType) -> None:
     assert rev.codec.encode(ResultResponse(id=1, result=value)) == (
         b'{"id":1,"result":{"type":"text","text":"hi"},"jsonrpc":"2.0"}'
     )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"method":"tools/list","params":{},"id":3,"jsonrpc":"2.0"}',
+        b' {"jsonrpc" : "2.0", "id": 3, "method": "tools/list", "params": {}}',
+        b'{"id":3,"jsonrpc":"2.0","method":"tools/list","params":{}}',
+    ],
+)
+def test_member_order_and_whitespace_do_not_matter(rev: ModuleType, data: bytes) -> None:
+    message = rev.codec.decode(data)
+    assert (message.id, message.method) == (3, "tools/list")
+
+
+def test_large_responses_decode_whatever_the_member_order(rev: ModuleType) -> None:
+    tools = [{"name": f"t{i}", "description": "d" * 40, "inputSchema": {}} for i in range(100)]
+    result: dict[str, Any] = {"tools": tools}
+    if rev.REVISION == "2026-07-28":
+        result.update(resultType="complete", ttlMs=0, cacheScope="public")
+    early = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode()
+    late = json.dumps({"result": result, "id": 1, "jsonrpc": "2.0"}).encode()
+    assert len(early) > 4096
+    for data in (early, late):
+        response = rev.codec.decode(data)
+        assert isinstance(response, ResultResponse) and response.id == 1
+        assert len(rev.codec.decode_result("tools/list", response.result).tools) == 100
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode(early.replace(b'"jsonrpc": "2.0"', b'"jsonrpc": "1.0"'))
+    assert caught.value.path == "$.jsonrpc"

@@ -12,9 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import mcpspec
+import pytest
 from mcpspec.codegen import generate_all, load_wire_schema
 from mcpspec.codegen.cli import main
 from mcpspec.codegen.patch import ErratumMismatch, apply_errata
@@ -38,7 +37,7 @@ def test_pins_match_the_shared_schemas() -> None:
     assert [(p["revision"], p["sha256"], p["upstream_commit"]) for p in pins] == [
         (p.revision, p.sha256, p.commit) for p in PINS
     ]
-    assert mcpspec.REVISIONS == tuple(p.revision for p in PINS)
+    assert tuple(p.revision for p in PINS) == mcpspec.REVISIONS
     assert mcpspec.LATEST == "2026-07-28"
 
 
@@ -57,7 +56,9 @@ def test_generation_is_deterministic_and_matches_the_committed_modules(
 def test_check_passes_on_committed_and_fails_on_drift(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["generate", "--check", "--out", str(GENERATED), "--schema-dir", str(SCHEMA_DIR)]) == 0
+    assert (
+        main(["generate", "--check", "--out", str(GENERATED), "--schema-dir", str(SCHEMA_DIR)]) == 0
+    )
     stale = tmp_path / "generated"
     shutil.copytree(GENERATED, stale)
     module = stale / "v2025_06_18.py"
@@ -139,7 +140,11 @@ def test_every_erratum_asserts_its_old_value() -> None:
             with pytest.raises(ErratumMismatch, match="expected"):
                 apply_errata(patched, [erratum])
             assert erratum.reason
-        assert apply_errata(raw, errata) == patched or revision in ("2024-11-05", "2025-03-26", "2025-06-18")
+        assert apply_errata(raw, errata) == patched or revision in (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        )
 
 
 def test_erratum_at_a_missing_location_is_an_error() -> None:

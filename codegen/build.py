@@ -395,7 +395,9 @@ class _Builder:
                         types.append(m)
             types = self.merge_literals(types)
             t = types[0] if len(types) == 1 else Type("union", args=tuple(types))
-            if len(types) > 1 and not self.compatible(types):
+            # A member that does not declare the field takes any value under its name
+            # (objects are open), so only a field every member declares can be typed.
+            if len(versions) < len(arms) or (len(types) > 1 and not self.compatible(types)):
                 t = ANY
             required = len(versions) == len(arms) and all(v.required for v in versions)
             fields.append(Field(snake_case(wire), wire, t, required, None, versions[0].doc))
@@ -408,10 +410,23 @@ class _Builder:
                     for f in self.struct_fields_with_tag(arm)
                     if f.type.kind == "literal" and len(f.type.values) == 1
                 ),
+                tuple(
+                    (f.wire, kinds)
+                    for f in self.struct_fields_with_tag(arm)
+                    if (kinds := self.primitive_kinds(f.type))
+                    and next(m for m in fields if m.wire == f.wire).type == ANY
+                ),
             )
             for arm in arms
         )
         self.module.structs[name] = Struct(name, doc, fields, arms=checks, origin="merged")
+
+    def primitive_kinds(self, t: Type) -> tuple[str, ...]:
+        """JSON kinds of a type made of primitives only (``("str",)``), else ``()``."""
+        members = self.expand(t)
+        if all(m.kind == "prim" for m in members):
+            return tuple(m.name for m in members)
+        return ()
 
     def struct_fields_with_tag(self, struct: Struct) -> list[Field]:
         """A Struct's fields, its tag written as a required literal field."""

@@ -62,6 +62,8 @@ class Arm:
     name: str
     required: tuple[str, ...]
     consts: tuple[tuple[str, tuple[str | int | bool, ...]], ...]
+    #: Untyped merged fields this member declares as primitives: wire name -> kinds.
+    kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 import jinja2
 
 from .build import snake_case
-from .model import Alias, Field, Module, Struct, Type
+from .model import Alias, Arm, Field, Module, Struct, Type
 
 __all__ = ["render_module", "render_package_init", "type_expr"]
 
@@ -33,6 +33,7 @@ def _env() -> jinja2.Environment:
     env.filters["module_name"] = lambda revision: "v" + revision.replace("-", "_")
     env.filters["alias_expr"] = alias_expr
     env.filters["result_expr"] = result_expr
+    env.filters["member"] = member
     return env
 
 
@@ -135,7 +136,30 @@ def constant(value: object) -> str:
 
 def annotation(f: Field) -> str:
     expr = type_expr(f.type)
-    return expr if f.required else f"{expr} | UnsetType"
+    if f.required or f.type.kind == "any":
+        return expr
+    return f"{expr} | {_names.UnsetType}"
+
+
+def _tuple(items: list[str]) -> str:
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return f"({', '.join(items)})"
+
+
+def member(arm: Arm) -> str:
+    """``Member(...)``: one member of a merged union, for ``check_members``."""
+    required = _tuple([f'("{snake_case(w)}", "{w}")' for w in arm.required])
+    constants = _tuple(
+        [
+            f'("{snake_case(w)}", "{w}", {_tuple([constant(v) for v in values])})'
+            for w, values in arm.consts
+        ]
+    )
+    kinds = _tuple(
+        [f'("{snake_case(w)}", "{w}", {_tuple([constant(k) for k in ks])})' for w, ks in arm.kinds]
+    )
+    return f'Member("{arm.name}", required={required}, constants={constants}, kinds={kinds})'
 
 
 def default(f: Field) -> str:

@@ -531,7 +531,7 @@ class JSONRPCErrorError(msgspec.Struct, kw_only=True):
     code: int
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1217,29 +1217,21 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     mime_type: str | UnsetType = msgspec.field(default=UNSET, name="mimeType")
 
     #: The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    text: str | UnsetType = UNSET
+    text: Any = UNSET
 
     #: The URI of this resource.
     uri: str
 
     #: A base64-encoded string representing the binary data of the item.
-    blob: str | UnsetType = UNSET
+    blob: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (
-    Member(
-        "TextResourceContents",
-        required=(("text", "text"), ("uri", "uri"), ),
-        constants=(),
-    ),
-    Member(
-        "BlobResourceContents",
-        required=(("blob", "blob"), ("uri", "uri"), ),
-        constants=(),
-    ),
+    Member("TextResourceContents", required=(("text", "text"), ("uri", "uri")), constants=(), kinds=(("text", "text", ("str",)),)),
+    Member("BlobResourceContents", required=(("blob", "blob"), ("uri", "uri")), constants=(), kinds=(("blob", "blob", ("str",)),)),
 )
 
 

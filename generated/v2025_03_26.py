@@ -510,7 +510,7 @@ class JSONRPCErrorError(msgspec.Struct, kw_only=True):
     code: int
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -536,7 +536,7 @@ class JSONRPCRequest(msgspec.Struct, kw_only=True):
 class JSONRPCRequestOrJSONRPCNotification(msgspec.Struct, kw_only=True):
     """One of: JSONRPCRequest, JSONRPCNotification."""
 
-    id: str | int | UnsetType = UNSET
+    id: Any = UNSET
     jsonrpc: Literal["2.0"]
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -546,16 +546,8 @@ class JSONRPCRequestOrJSONRPCNotification(msgspec.Struct, kw_only=True):
 
 
 _JSONRPCRequestOrJSONRPCNotification_MEMBERS: Final = (
-    Member(
-        "JSONRPCRequest",
-        required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("method", "method"), ),
-        constants=(("jsonrpc", "jsonrpc", ("2.0", )), ),
-    ),
-    Member(
-        "JSONRPCNotification",
-        required=(("jsonrpc", "jsonrpc"), ("method", "method"), ),
-        constants=(("jsonrpc", "jsonrpc", ("2.0", )), ),
-    ),
+    Member("JSONRPCRequest", required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("method", "method")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=(("id", "id", ("str", "int")),)),
+    Member("JSONRPCNotification", required=(("jsonrpc", "jsonrpc"), ("method", "method")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=()),
 )
 
 
@@ -572,24 +564,16 @@ class JSONRPCResponseOrJSONRPCError(msgspec.Struct, kw_only=True):
 
     id: str | int | None
     jsonrpc: Literal["2.0"]
-    result: Result | UnsetType = UNSET
-    error: JSONRPCErrorError | UnsetType = UNSET
+    result: Any = UNSET
+    error: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _JSONRPCResponseOrJSONRPCError_MEMBERS)
 
 
 _JSONRPCResponseOrJSONRPCError_MEMBERS: Final = (
-    Member(
-        "JSONRPCResponse",
-        required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("result", "result"), ),
-        constants=(("jsonrpc", "jsonrpc", ("2.0", )), ),
-    ),
-    Member(
-        "JSONRPCError",
-        required=(("error", "error"), ("id", "id"), ("jsonrpc", "jsonrpc"), ),
-        constants=(("jsonrpc", "jsonrpc", ("2.0", )), ),
-    ),
+    Member("JSONRPCResponse", required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("result", "result")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=()),
+    Member("JSONRPCError", required=(("error", "error"), ("id", "id"), ("jsonrpc", "jsonrpc")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=()),
 )
 
 
@@ -1209,29 +1193,21 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     mime_type: str | UnsetType = msgspec.field(default=UNSET, name="mimeType")
 
     #: The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    text: str | UnsetType = UNSET
+    text: Any = UNSET
 
     #: The URI of this resource.
     uri: str
 
     #: A base64-encoded string representing the binary data of the item.
-    blob: str | UnsetType = UNSET
+    blob: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (
-    Member(
-        "TextResourceContents",
-        required=(("text", "text"), ("uri", "uri"), ),
-        constants=(),
-    ),
-    Member(
-        "BlobResourceContents",
-        required=(("blob", "blob"), ("uri", "uri"), ),
-        constants=(),
-    ),
+    Member("TextResourceContents", required=(("text", "text"), ("uri", "uri")), constants=(), kinds=(("text", "text", ("str",)),)),
+    Member("BlobResourceContents", required=(("blob", "blob"), ("uri", "uri")), constants=(), kinds=(("blob", "blob", ("str",)),)),
 )
 
 

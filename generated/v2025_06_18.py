@@ -652,7 +652,7 @@ class JSONRPCErrorError(msgspec.Struct, kw_only=True):
     code: int
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -976,41 +976,25 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
     type: Literal["string", "integer", "number", "boolean"]
     description: str | UnsetType = UNSET
-    format: Literal["date", "date-time", "email", "uri"] | UnsetType = UNSET
-    max_length: int | UnsetType = msgspec.field(default=UNSET, name="maxLength")
-    min_length: int | UnsetType = msgspec.field(default=UNSET, name="minLength")
+    format: Any = UNSET
+    max_length: Any = msgspec.field(default=UNSET, name="maxLength")
+    min_length: Any = msgspec.field(default=UNSET, name="minLength")
     title: str | UnsetType = UNSET
-    maximum: int | float | UnsetType = UNSET
-    minimum: int | float | UnsetType = UNSET
-    default: bool | UnsetType = UNSET
-    enum: list[str] | UnsetType = UNSET
-    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
+    maximum: Any = UNSET
+    minimum: Any = UNSET
+    default: Any = UNSET
+    enum: Any = UNSET
+    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
-    Member(
-        "StringSchema",
-        required=(("type", "type"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "NumberSchema",
-        required=(("type", "type"), ),
-        constants=(),
-    ),
-    Member(
-        "BooleanSchema",
-        required=(("type", "type"), ),
-        constants=(("type", "type", ("boolean", )), ),
-    ),
-    Member(
-        "EnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
+    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)),), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
+    Member("NumberSchema", required=(("type", "type"),), constants=(), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
+    Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=(("default", "default", ("bool",)),)),
+    Member("EnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
 )
 
 
@@ -1467,29 +1451,21 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     mime_type: str | UnsetType = msgspec.field(default=UNSET, name="mimeType")
 
     #: The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    text: str | UnsetType = UNSET
+    text: Any = UNSET
 
     #: The URI of this resource.
     uri: str
 
     #: A base64-encoded string representing the binary data of the item.
-    blob: str | UnsetType = UNSET
+    blob: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (
-    Member(
-        "TextResourceContents",
-        required=(("text", "text"), ("uri", "uri"), ),
-        constants=(),
-    ),
-    Member(
-        "BlobResourceContents",
-        required=(("blob", "blob"), ("uri", "uri"), ),
-        constants=(),
-    ),
+    Member("TextResourceContents", required=(("text", "text"), ("uri", "uri")), constants=(), kinds=(("text", "text", ("str",)),)),
+    Member("BlobResourceContents", required=(("blob", "blob"), ("uri", "uri")), constants=(), kinds=(("blob", "blob", ("str",)),)),
 )
 
 

@@ -378,7 +378,7 @@ class CallToolResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="
     #:
     #: This can be any JSON value (object, array, string, number, boolean, or null)
     #: that conforms to the tool's outputSchema if one is defined.
-    structured_content: Any | UnsetType = msgspec.field(default=UNSET, name="structuredContent")
+    structured_content: Any = msgspec.field(default=UNSET, name="structuredContent")
 
 
 class CallToolResultResponse(msgspec.Struct, kw_only=True):
@@ -735,26 +735,18 @@ class ElicitRequestParams(msgspec.Struct, kw_only=True):
 
     #: A restricted subset of JSON Schema.
     #: Only top-level properties are allowed, without nesting.
-    requested_schema: ElicitRequestFormParamsRequestedSchema | UnsetType = msgspec.field(default=UNSET, name="requestedSchema")
+    requested_schema: Any = msgspec.field(default=UNSET, name="requestedSchema")
 
     #: The URL that the user should navigate to.
-    url: str | UnsetType = UNSET
+    url: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _ElicitRequestParams_MEMBERS)
 
 
 _ElicitRequestParams_MEMBERS: Final = (
-    Member(
-        "ElicitRequestFormParams",
-        required=(("message", "message"), ("requested_schema", "requestedSchema"), ),
-        constants=(("mode", "mode", ("form", )), ),
-    ),
-    Member(
-        "ElicitRequestURLParams",
-        required=(("message", "message"), ("mode", "mode"), ("url", "url"), ),
-        constants=(("mode", "mode", ("url", )), ),
-    ),
+    Member("ElicitRequestFormParams", required=(("message", "message"), ("requested_schema", "requestedSchema")), constants=(("mode", "mode", ("form",)),), kinds=()),
+    Member("ElicitRequestURLParams", required=(("message", "message"), ("mode", "mode"), ("url", "url")), constants=(("mode", "mode", ("url",)),), kinds=(("url", "url", ("str",)),)),
 )
 
 
@@ -815,57 +807,37 @@ class EnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: list[str] | UnsetType = UNSET
+    enum: Any = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
+    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
-    items: Any | UnsetType = UNSET
+    items: Any = UNSET
 
     #: Maximum number of items to select.
-    max_items: int | UnsetType = msgspec.field(default=UNSET, name="maxItems")
+    max_items: Any = msgspec.field(default=UNSET, name="maxItems")
 
     #: Minimum number of items to select.
-    min_items: int | UnsetType = msgspec.field(default=UNSET, name="minItems")
+    min_items: Any = msgspec.field(default=UNSET, name="minItems")
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _EnumSchema_MEMBERS)
 
 
 _EnumSchema_MEMBERS: Final = (
-    Member(
-        "UntitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "TitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("one_of", "oneOf"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "UntitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
-    Member(
-        "TitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
-    Member(
-        "LegacyTitledEnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
+    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("UntitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
+    Member("TitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
+    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
 )
 
 
@@ -876,7 +848,7 @@ class Error(msgspec.Struct, kw_only=True):
     code: int
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -945,7 +917,7 @@ class HeaderMismatchErrorError(msgspec.Struct, kw_only=True):
     code: Literal[-32020] = -32020
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1083,7 +1055,7 @@ class InternalError(msgspec.Struct, kw_only=True):
     code: Literal[-32603] = -32603
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1107,7 +1079,7 @@ class InvalidParamsError(msgspec.Struct, kw_only=True):
     code: Literal[-32602] = -32602
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1120,7 +1092,7 @@ class InvalidRequestError(msgspec.Struct, kw_only=True):
     code: Literal[-32600] = -32600
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1458,7 +1430,7 @@ class MethodNotFoundError(msgspec.Struct, kw_only=True):
     code: Literal[-32601] = -32601
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1581,16 +1553,8 @@ class MultiSelectEnumSchema(msgspec.Struct, kw_only=True):
 
 
 _MultiSelectEnumSchema_MEMBERS: Final = (
-    Member(
-        "UntitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
-    Member(
-        "TitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
+    Member("UntitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=()),
+    Member("TitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=()),
 )
 
 
@@ -1656,7 +1620,7 @@ class ParseError(msgspec.Struct, kw_only=True):
     code: Literal[-32700] = -32700
 
     #: Additional information about the error. The value of this member is defined by the sender (e.g. detailed error information, nested errors etc.).
-    data: Any | UnsetType = UNSET
+    data: Any = UNSET
 
     #: A short description of the error. The message SHOULD be limited to a concise single sentence.
     message: str
@@ -1671,77 +1635,45 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     type: Literal["string", "integer", "number", "boolean", "array"]
     default: str | int | float | bool | list[str] | UnsetType = UNSET
     description: str | UnsetType = UNSET
-    format: Literal["date", "date-time", "email", "uri"] | UnsetType = UNSET
-    max_length: int | UnsetType = msgspec.field(default=UNSET, name="maxLength")
-    min_length: int | UnsetType = msgspec.field(default=UNSET, name="minLength")
+    format: Any = UNSET
+    max_length: Any = msgspec.field(default=UNSET, name="maxLength")
+    min_length: Any = msgspec.field(default=UNSET, name="minLength")
     title: str | UnsetType = UNSET
-    maximum: int | float | UnsetType = UNSET
-    minimum: int | float | UnsetType = UNSET
+    maximum: Any = UNSET
+    minimum: Any = UNSET
 
     #: Array of enum values to choose from.
-    enum: list[str] | UnsetType = UNSET
+    enum: Any = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
+    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
-    items: Any | UnsetType = UNSET
+    items: Any = UNSET
 
     #: Maximum number of items to select.
-    max_items: int | UnsetType = msgspec.field(default=UNSET, name="maxItems")
+    max_items: Any = msgspec.field(default=UNSET, name="maxItems")
 
     #: Minimum number of items to select.
-    min_items: int | UnsetType = msgspec.field(default=UNSET, name="minItems")
+    min_items: Any = msgspec.field(default=UNSET, name="minItems")
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
-    Member(
-        "StringSchema",
-        required=(("type", "type"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "NumberSchema",
-        required=(("type", "type"), ),
-        constants=(),
-    ),
-    Member(
-        "BooleanSchema",
-        required=(("type", "type"), ),
-        constants=(("type", "type", ("boolean", )), ),
-    ),
-    Member(
-        "UntitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "TitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("one_of", "oneOf"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "UntitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
-    Member(
-        "TitledMultiSelectEnumSchema",
-        required=(("type", "type"), ("items", "items"), ),
-        constants=(("type", "type", ("array", )), ),
-    ),
-    Member(
-        "LegacyTitledEnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
+    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)),), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
+    Member("NumberSchema", required=(("type", "type"),), constants=(), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
+    Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=()),
+    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("UntitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
+    Member("TitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
+    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
 )
 
 
@@ -2227,29 +2159,21 @@ class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: list[str] | UnsetType = UNSET
+    enum: Any = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
+    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
 
     def __post_init__(self) -> None:
         check_members(self, _SingleSelectEnumSchema_MEMBERS)
 
 
 _SingleSelectEnumSchema_MEMBERS: Final = (
-    Member(
-        "UntitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("enum", "enum"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
-    Member(
-        "TitledSingleSelectEnumSchema",
-        required=(("type", "type"), ("one_of", "oneOf"), ),
-        constants=(("type", "type", ("string", )), ),
-    ),
+    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
 )
 
 
@@ -2394,29 +2318,21 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     mime_type: str | UnsetType = msgspec.field(default=UNSET, name="mimeType")
 
     #: The text of the item. This must only be set if the item can actually be represented as text (not binary data).
-    text: str | UnsetType = UNSET
+    text: Any = UNSET
 
     #: The URI of this resource.
     uri: str
 
     #: A base64-encoded string representing the binary data of the item.
-    blob: str | UnsetType = UNSET
+    blob: Any = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (
-    Member(
-        "TextResourceContents",
-        required=(("text", "text"), ("uri", "uri"), ),
-        constants=(),
-    ),
-    Member(
-        "BlobResourceContents",
-        required=(("blob", "blob"), ("uri", "uri"), ),
-        constants=(),
-    ),
+    Member("TextResourceContents", required=(("text", "text"), ("uri", "uri")), constants=(), kinds=(("text", "text", ("str",)),)),
+    Member("BlobResourceContents", required=(("blob", "blob"), ("uri", "uri")), constants=(), kinds=(("blob", "blob", ("str",)),)),
 )
 
 
@@ -2653,7 +2569,7 @@ class ToolResultContent(msgspec.Struct, kw_only=True, tag_field="type", tag="too
     #:
     #: This can be any JSON value (object, array, string, number, boolean, or null).
     #: If the tool defined an `Tool` (.outputSchema), this SHOULD conform to that schema.
-    structured_content: Any | UnsetType = msgspec.field(default=UNSET, name="structuredContent")
+    structured_content: Any = msgspec.field(default=UNSET, name="structuredContent")
 
     #: The ID of the tool use this result corresponds to.
     #:

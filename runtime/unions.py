@@ -18,11 +18,29 @@ __all__ = ["Member", "check_members"]
 
 class Member(NamedTuple):
     """One member of a merged union: required fields and constant fields, each as
-    ``(attribute, wire name)``; constants with the values the member allows."""
+    ``(attribute, wire name)``; constants with the values the member allows; ``kinds``
+    the JSON kinds (``"str"``, ``"int"``, ``"float"``, ``"bool"``, ``"None"``) of the
+    fields the member declares but the merged Struct cannot type."""
 
     name: str
     required: tuple[tuple[str, str], ...]
     constants: tuple[tuple[str, str, tuple[object, ...]], ...]
+    kinds: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+
+def _is_kind(value: object, kinds: tuple[str, ...]) -> bool:
+    for kind in kinds:
+        if kind == "str" and isinstance(value, str):
+            return True
+        if kind == "bool" and isinstance(value, bool):
+            return True
+        if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if kind == "None" and value is None:
+            return True
+    return False
 
 
 def check_members(value: object, members: tuple[Member, ...]) -> None:
@@ -36,10 +54,16 @@ def check_members(value: object, members: tuple[Member, ...]) -> None:
             for attr, wire, allowed in member.constants
             if getattr(value, attr) is not UNSET and getattr(value, attr) not in allowed
         ]
-        if not missing and not wrong:
+        mistyped = [
+            (wire, kinds)
+            for attr, wire, kinds in member.kinds
+            if getattr(value, attr) is not UNSET and not _is_kind(getattr(value, attr), kinds)
+        ]
+        if not missing and not wrong and not mistyped:
             return
         what = [f"missing {', '.join(missing)}"] if missing else []
         what += [f"{w} is not {member_value(member, w)}" for w in wrong]
+        what += [f"{w} is not {' or '.join(kinds)}" for w, kinds in mistyped]
         problems.append(f"{member.name} ({'; '.join(what)})")
     raise ValueError(f"matches none of the union's members: {', '.join(problems)}")
 

@@ -6,9 +6,10 @@ import json
 from types import ModuleType
 from typing import Any
 
-import mcpspec
 import msgspec
 import pytest
+
+import mcpspec
 from mcpspec.runtime import ErrorCode, ErrorResponse, InvalidMessage, ResultResponse
 
 MODULES = {r: __import__(mcpspec.module_name(r), fromlist=["codec"]) for r in mcpspec.REVISIONS}

@@ -12,8 +12,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import mcpspec
 import pytest
+
+import mcpspec
 from mcpspec.codegen import generate_all, load_wire_schema
 from mcpspec.codegen.cli import main
 from mcpspec.codegen.patch import ErratumMismatch, apply_errata

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import mcpspec.v2026_07_28 as rev
 import msgspec
 import pytest
+
+import mcpspec.v2026_07_28 as rev
 from mcpspec.codegen import load_wire_schema
 from mcpspec.runtime import InvalidMessage
 

@@ -507,6 +507,7 @@ class _Builder:
         for table in (m.client_requests, m.server_requests, m.input_requests):
             for method, request in table.items():
                 m.results.setdefault(method, self.result_names(request))
+        self.params_aliases()
         if "CreateTaskResult" in self.defs:
             self.ensure("CreateTaskResult")
             for table in (m.client_requests, m.server_requests):
@@ -519,6 +520,27 @@ class _Builder:
                     target = m.structs.get(params.type.name)
                     if target is not None and any(f.wire == "task" for f in target.fields):
                         m.task_results[method] = "CreateTaskResult"
+
+    def params_aliases(self) -> None:
+        """``ListToolsRequestParams`` in every revision: where a message's params are a
+        shared definition (``PaginatedRequestParams``), alias the message's own name."""
+        m = self.module
+        tables = (
+            m.client_requests,
+            m.server_requests,
+            m.client_notifications,
+            m.server_notifications,
+            m.input_requests,
+        )
+        for message in sorted({name for table in tables for name in table.values()}):
+            params = next((f for f in m.structs[message].fields if f.wire == "params"), None)
+            alias = f"{message}Params"
+            if params is None or params.type.kind != "ref" or params.type.name == alias:
+                continue
+            if alias in m.structs or alias in m.aliases or alias in self.defs:
+                continue
+            doc = f"The params of `{message}`, which the schema names `{params.type.name}`."
+            m.aliases[alias] = Alias(alias, doc, params.type)
 
 
 def build_module(revision: str, schema: dict[str, Any]) -> Module:

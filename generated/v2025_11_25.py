@@ -194,18 +194,30 @@ __all__ = [
     "Cursor",
     "EmptyResult",
     "GetTaskPayloadResult",
+    "InitializedNotificationParams",
     "JSONRPCMessage",
     "JSONRPCResponse",
+    "ListPromptsRequestParams",
+    "ListResourcesRequestParams",
+    "ListResourceTemplatesRequestParams",
+    "ListRootsRequestParams",
+    "ListTasksRequestParams",
+    "ListToolsRequestParams",
     "LoggingLevel",
+    "PingRequestParams",
     "ProgressToken",
+    "PromptListChangedNotificationParams",
     "RequestId",
+    "ResourceListChangedNotificationParams",
     "Result",
     "Role",
+    "RootsListChangedNotificationParams",
     "SamplingMessageContentBlock",
     "ServerNotification",
     "ServerRequest",
     "ServerResult",
     "TaskStatus",
+    "ToolListChangedNotificationParams",
     "codec",
 ]
 
@@ -2680,6 +2692,9 @@ Cursor: TypeAlias = str
 
 EmptyResult: TypeAlias = Result
 
+#: The params of `InitializedNotification`, which the schema names `NotificationParams`.
+InitializedNotificationParams: TypeAlias = NotificationParams
+
 #: Refers to any valid JSON-RPC object that can be decoded off the wire, or encoded to be sent.
 #: Decoding: classified.
 JSONRPCMessage: TypeAlias = Union[JSONRPCRequest, JSONRPCNotification, JSONRPCResultResponse, JSONRPCErrorResponse]
@@ -2688,20 +2703,50 @@ JSONRPCMessage: TypeAlias = Union[JSONRPCRequest, JSONRPCNotification, JSONRPCRe
 #: Decoding: classified.
 JSONRPCResponse: TypeAlias = Union[JSONRPCResultResponse, JSONRPCErrorResponse]
 
+#: The params of `ListPromptsRequest`, which the schema names `PaginatedRequestParams`.
+ListPromptsRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListResourceTemplatesRequest`, which the schema names `PaginatedRequestParams`.
+ListResourceTemplatesRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListResourcesRequest`, which the schema names `PaginatedRequestParams`.
+ListResourcesRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListRootsRequest`, which the schema names `RequestParams`.
+ListRootsRequestParams: TypeAlias = RequestParams
+
+#: The params of `ListTasksRequest`, which the schema names `PaginatedRequestParams`.
+ListTasksRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListToolsRequest`, which the schema names `PaginatedRequestParams`.
+ListToolsRequestParams: TypeAlias = PaginatedRequestParams
+
 #: The severity of a log message.
 #:
 #: These map to syslog message severities, as specified in RFC-5424:
 #: https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
 LoggingLevel: TypeAlias = Literal["alert", "critical", "debug", "emergency", "error", "info", "notice", "warning"]
 
+#: The params of `PingRequest`, which the schema names `RequestParams`.
+PingRequestParams: TypeAlias = RequestParams
+
 #: A progress token, used to associate progress notifications with the original request.
 ProgressToken: TypeAlias = Union[str, int]
+
+#: The params of `PromptListChangedNotification`, which the schema names `NotificationParams`.
+PromptListChangedNotificationParams: TypeAlias = NotificationParams
 
 #: A uniquely identifying ID for a request in JSON-RPC.
 RequestId: TypeAlias = Union[str, int]
 
+#: The params of `ResourceListChangedNotification`, which the schema names `NotificationParams`.
+ResourceListChangedNotificationParams: TypeAlias = NotificationParams
+
 #: The sender or recipient of messages and data in a conversation.
 Role: TypeAlias = Literal["assistant", "user"]
+
+#: The params of `RootsListChangedNotification`, which the schema names `NotificationParams`.
+RootsListChangedNotificationParams: TypeAlias = NotificationParams
 
 #: Decoding: tagged.
 SamplingMessageContentBlock: TypeAlias = Union[TextContent, ImageContent, AudioContent, ToolUseContent, ToolResultContent]
@@ -2717,6 +2762,9 @@ ServerResult: TypeAlias = Union[Result, InitializeResult, ListResourcesResult, L
 
 #: The status of a task.
 TaskStatus: TypeAlias = Literal["cancelled", "completed", "failed", "input_required", "working"]
+
+#: The params of `ToolListChangedNotification`, which the schema names `NotificationParams`.
+ToolListChangedNotificationParams: TypeAlias = NotificationParams
 
 
 #: Requests the client sends, by method.

@@ -181,10 +181,12 @@ __all__ = [
     "UntitledMultiSelectEnumSchema",
     "UntitledMultiSelectEnumSchemaItems",
     "UntitledSingleSelectEnumSchema",
+    "ClientNotificationParams",
     "ClientRequest",
     "ClientResult",
     "ContentBlock",
     "Cursor",
+    "DiscoverRequestParams",
     "EmptyResult",
     "InputRequest",
     "InputRequests",
@@ -195,12 +197,18 @@ __all__ = [
     "JSONRPCMessage",
     "JSONRPCResponse",
     "JSONValue",
+    "ListPromptsRequestParams",
+    "ListResourcesRequestParams",
+    "ListResourceTemplatesRequestParams",
+    "ListToolsRequestParams",
     "LoggingLevel",
     "MetaObject",
     "NotificationMetaObject",
     "ProgressToken",
+    "PromptListChangedNotificationParams",
     "RequestId",
     "RequestMetaObject",
+    "ResourceListChangedNotificationParams",
     "Result",
     "ResultMetaObject",
     "ResultType",
@@ -209,6 +217,7 @@ __all__ = [
     "ServerNotification",
     "ServerResult",
     "SubscriptionsListenResultMetaObject",
+    "ToolListChangedNotificationParams",
     "codec",
 ]
 
@@ -2685,6 +2694,9 @@ class UntitledSingleSelectEnumSchema(msgspec.Struct, kw_only=True, tag_field="ty
 
 # Type aliases: unions, primitives and open objects, each after what it uses.
 
+#: The params of `ClientNotification`, which the schema names `CancelledNotificationParams`.
+ClientNotificationParams: TypeAlias = CancelledNotificationParams
+
 #: Decoding: tagged.
 ClientRequest: TypeAlias = Union[DiscoverRequest, ListResourcesRequest, ListResourceTemplatesRequest, ReadResourceRequest, SubscriptionsListenRequest, ListPromptsRequest, GetPromptRequest, ListToolsRequest, CallToolRequest, CompleteRequest]
 
@@ -2699,6 +2711,9 @@ ContentBlock: TypeAlias = Union[TextContent, ImageContent, AudioContent, Resourc
 
 #: An opaque token used to represent a cursor for pagination.
 Cursor: TypeAlias = str
+
+#: The params of `DiscoverRequest`, which the schema names `RequestParams`.
+DiscoverRequestParams: TypeAlias = RequestParams
 
 #: Common result fields.
 EmptyResult: TypeAlias = Result
@@ -2733,6 +2748,18 @@ JSONRPCMessage: TypeAlias = Union[JSONRPCRequest, JSONRPCNotification, JSONRPCRe
 #: Decoding: classified.
 JSONRPCResponse: TypeAlias = Union[JSONRPCResultResponse, JSONRPCErrorResponse]
 
+#: The params of `ListPromptsRequest`, which the schema names `PaginatedRequestParams`.
+ListPromptsRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListResourceTemplatesRequest`, which the schema names `PaginatedRequestParams`.
+ListResourceTemplatesRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListResourcesRequest`, which the schema names `PaginatedRequestParams`.
+ListResourcesRequestParams: TypeAlias = PaginatedRequestParams
+
+#: The params of `ListToolsRequest`, which the schema names `PaginatedRequestParams`.
+ListToolsRequestParams: TypeAlias = PaginatedRequestParams
+
 #: The severity of a log message.
 #:
 #: These map to syslog message severities, as specified in RFC-5424:
@@ -2762,11 +2789,17 @@ NotificationMetaObject: TypeAlias = dict[str, Any]
 #: A progress token, used to associate progress notifications with the original request.
 ProgressToken: TypeAlias = Union[str, int]
 
+#: The params of `PromptListChangedNotification`, which the schema names `NotificationParams`.
+PromptListChangedNotificationParams: TypeAlias = NotificationParams
+
 #: A uniquely identifying ID for a request in JSON-RPC.
 RequestId: TypeAlias = Union[str, int]
 
 #: Extends `MetaObject` with additional request-specific fields. All key naming rules from `MetaObject` apply.
 RequestMetaObject: TypeAlias = dict[str, Any]
+
+#: The params of `ResourceListChangedNotification`, which the schema names `NotificationParams`.
+ResourceListChangedNotificationParams: TypeAlias = NotificationParams
 
 #: Extends `MetaObject` with additional result-specific fields. All key naming rules from `MetaObject` apply.
 ResultMetaObject: TypeAlias = dict[str, Any]
@@ -2793,6 +2826,9 @@ ServerResult: TypeAlias = Union[Result, InputRequiredResult, DiscoverResult, Lis
 #: Extends `Result` (MetaObject) with the subscription-stream identifier carried by a
 #: `SubscriptionsListenResult`. All key naming rules from `MetaObject` apply.
 SubscriptionsListenResultMetaObject: TypeAlias = dict[str, Any]
+
+#: The params of `ToolListChangedNotification`, which the schema names `NotificationParams`.
+ToolListChangedNotificationParams: TypeAlias = NotificationParams
 
 
 #: Requests the client sends, by method.

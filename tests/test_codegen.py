@@ -186,3 +186,29 @@ def test_adding_a_revision_from_a_schema_file(
 def test_revision_and_schema_go_together(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="go together"):
         main(["generate", "--out", str(tmp_path), "--revision", "2099-01-01"])
+
+
+def test_names_are_stable_across_revisions() -> None:
+    modules = [importlib.import_module(mcpspec.module_name(r)) for r in mcpspec.REVISIONS]
+    everywhere = [
+        "CallToolRequest", "CallToolRequestParams", "CallToolResult", "Tool", "TextContent",
+        "ListToolsRequest", "ListToolsRequestParams", "PaginatedRequestParams",
+        "ProgressNotification", "ProgressNotificationParams", "CancelledNotificationParams",
+        "ReadResourceRequestParams", "ClientCapabilities", "ServerCapabilities",
+        "CompleteRequestParams", "CompleteRequestParamsArgument", "Implementation",
+    ]  # fmt: skip
+    for module in modules:
+        missing = [name for name in everywhere if not hasattr(module, name)]
+        assert not missing, (module.REVISION, missing)
+        tables = (module.CLIENT_REQUESTS, module.SERVER_REQUESTS, module.CLIENT_NOTIFICATIONS)
+        for table in tables:
+            for message in table.values():
+                params = message.__struct_fields__
+                if "params" in params and hasattr(module, f"{message.__name__}Params"):
+                    continue
+                assert "params" not in params or message.__name__ in (
+                    "PingRequest", "ListRootsRequest", "InitializedNotification",
+                    "RootsListChangedNotification",
+                ), (module.REVISION, message.__name__)  # fmt: skip
+    handshake = [m for m in modules if m.REVISION != "2026-07-28"]
+    assert all(hasattr(m, "InitializeRequestParams") for m in handshake)

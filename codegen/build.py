@@ -395,9 +395,13 @@ class _Builder:
                         types.append(m)
             types = self.merge_literals(types)
             t = types[0] if len(types) == 1 else Type("union", args=tuple(types))
-            # A member that does not declare the field takes any value under its name
-            # (objects are open), so only a field every member declares can be typed.
-            if len(versions) < len(arms) or (len(types) > 1 and not self.compatible(types)):
+            # A member that does not declare a field takes any value under its name
+            # (objects are open): a primitive field only some members declare is untyped
+            # here and checked per member. A structured one keeps its type, for typed
+            # access (``requestedSchema``); a value of another shape under that name is
+            # rejected, though a member without the field would take it.
+            partial = len(versions) < len(arms) and bool(self.primitive_kinds(t))
+            if partial or (len(types) > 1 and not self.compatible(types)):
                 t = ANY
             required = len(versions) == len(arms) and all(v.required for v in versions)
             fields.append(Field(snake_case(wire), wire, t, required, None, versions[0].doc))

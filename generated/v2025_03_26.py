@@ -564,8 +564,8 @@ class JSONRPCResponseOrJSONRPCError(msgspec.Struct, kw_only=True):
 
     id: str | int | None
     jsonrpc: Literal["2.0"]
-    result: Any = UNSET
-    error: Any = UNSET
+    result: Result | UnsetType = UNSET
+    error: JSONRPCErrorError | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         check_members(self, _JSONRPCResponseOrJSONRPCError_MEMBERS)

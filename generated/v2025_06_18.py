@@ -976,15 +976,15 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
     type: Literal["string", "integer", "number", "boolean"]
     description: str | UnsetType = UNSET
-    format: Any = UNSET
+    format: Literal["date", "date-time", "email", "uri"] | UnsetType = UNSET
     max_length: Any = msgspec.field(default=UNSET, name="maxLength")
     min_length: Any = msgspec.field(default=UNSET, name="minLength")
     title: str | UnsetType = UNSET
     maximum: Any = UNSET
     minimum: Any = UNSET
     default: Any = UNSET
-    enum: Any = UNSET
-    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
+    enum: list[str] | UnsetType = UNSET
+    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _PrimitiveSchemaDefinition_MEMBERS)

@@ -763,7 +763,7 @@ class ElicitRequestParams(msgspec.Struct, kw_only=True):
 
     #: A restricted subset of JSON Schema.
     #: Only top-level properties are allowed, without nesting.
-    requested_schema: Any = msgspec.field(default=UNSET, name="requestedSchema")
+    requested_schema: ElicitRequestFormParamsRequestedSchema | UnsetType = msgspec.field(default=UNSET, name="requestedSchema")
 
     def __post_init__(self) -> None:
         check_members(self, _ElicitRequestParams_MEMBERS)
@@ -867,13 +867,13 @@ class EnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
     items: Any = UNSET
@@ -886,7 +886,7 @@ class EnumSchema(msgspec.Struct, kw_only=True):
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _EnumSchema_MEMBERS)
@@ -1547,7 +1547,7 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     type: Literal["string", "integer", "number", "boolean", "array"]
     default: str | int | float | bool | list[str] | UnsetType = UNSET
     description: str | UnsetType = UNSET
-    format: Any = UNSET
+    format: Literal["date", "date-time", "email", "uri"] | UnsetType = UNSET
     max_length: Any = msgspec.field(default=UNSET, name="maxLength")
     min_length: Any = msgspec.field(default=UNSET, name="minLength")
     title: str | UnsetType = UNSET
@@ -1555,10 +1555,10 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     minimum: Any = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
     items: Any = UNSET
@@ -1571,7 +1571,7 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
@@ -2115,13 +2115,13 @@ class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     def __post_init__(self) -> None:
         check_members(self, _SingleSelectEnumSchema_MEMBERS)

@@ -744,7 +744,7 @@ class ElicitRequestParams(msgspec.Struct, kw_only=True):
 
     #: A restricted subset of JSON Schema.
     #: Only top-level properties are allowed, without nesting.
-    requested_schema: Any = msgspec.field(default=UNSET, name="requestedSchema")
+    requested_schema: ElicitRequestFormParamsRequestedSchema | UnsetType = msgspec.field(default=UNSET, name="requestedSchema")
 
     #: The URL that the user should navigate to.
     url: Any = UNSET
@@ -816,13 +816,13 @@ class EnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
     items: Any = UNSET
@@ -835,7 +835,7 @@ class EnumSchema(msgspec.Struct, kw_only=True):
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _EnumSchema_MEMBERS)
@@ -1644,7 +1644,7 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     type: Literal["string", "integer", "number", "boolean", "array"]
     default: str | int | float | bool | list[str] | UnsetType = UNSET
     description: str | UnsetType = UNSET
-    format: Any = UNSET
+    format: Literal["date", "date-time", "email", "uri"] | UnsetType = UNSET
     max_length: Any = msgspec.field(default=UNSET, name="maxLength")
     min_length: Any = msgspec.field(default=UNSET, name="minLength")
     title: str | UnsetType = UNSET
@@ -1652,10 +1652,10 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     minimum: Any = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     #: Schema for the array items.
     items: Any = UNSET
@@ -1668,7 +1668,7 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
     #: (Legacy) Display names for enum values.
     #: Non-standard according to JSON schema 2020-12.
-    enum_names: Any = msgspec.field(default=UNSET, name="enumNames")
+    enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
         check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
@@ -2168,13 +2168,13 @@ class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
     description: str | UnsetType = UNSET
 
     #: Array of enum values to choose from.
-    enum: Any = UNSET
+    enum: list[str] | UnsetType = UNSET
 
     #: Optional title for the enum field.
     title: str | UnsetType = UNSET
 
     #: Array of enum options with values and display labels.
-    one_of: Any = msgspec.field(default=UNSET, name="oneOf")
+    one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     def __post_init__(self) -> None:
         check_members(self, _SingleSelectEnumSchema_MEMBERS)

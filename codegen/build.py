@@ -155,7 +155,7 @@ class _Builder:
             return self.union(arms, f"{owner}.{prop}")
         if "allOf" in node:
             hoisted = owner + pascal_case(prop)
-            self.add_struct(hoisted, node, origin="hoisted")
+            self.add_struct(hoisted, node, origin="hoisted", about=(owner, prop))
             return Type("ref", hoisted)
         kind = node.get("type")
         if isinstance(kind, list):
@@ -190,7 +190,7 @@ class _Builder:
                 )
                 return Type("dict", args=(Type("prim", "str"), value))
             hoisted = owner + pascal_case(prop)
-            self.add_struct(hoisted, node, origin="hoisted")
+            self.add_struct(hoisted, node, origin="hoisted", about=(owner, prop))
             return Type("ref", hoisted)
         if not node or set(node) <= {"description", "title"}:
             return ANY
@@ -341,7 +341,13 @@ class _Builder:
             required += [r for r in sub_required if r not in required]
         return props, required
 
-    def add_struct(self, name: str, node: dict[str, Any], origin: str = "definition") -> None:
+    def add_struct(
+        self,
+        name: str,
+        node: dict[str, Any],
+        origin: str = "definition",
+        about: tuple[str, str] | None = None,
+    ) -> None:
         if name in self.module.structs:
             if origin == "hoisted" and self.module.structs[name].origin != "hoisted":
                 raise UnsupportedSchema(f"{self.module.revision}: hoisted name {name} clashes")
@@ -349,7 +355,10 @@ class _Builder:
         if origin == "hoisted" and name in self.defs:
             raise UnsupportedSchema(f"{self.module.revision}: hoisted name {name} is a definition")
         props, required = self.object_parts(node)
-        struct = Struct(name, clean_doc(node.get("description"), self.names), [], origin=origin)
+        doc = clean_doc(node.get("description"), self.names)
+        if not doc and about is not None:
+            doc = f"The `{about[1]}` member of `{about[0]}`."
+        struct = Struct(name, doc, [], origin=origin)
         self.module.structs[name] = struct  # before fields: recursive references
         for wire in _TAG_FIELDS:
             const = props.get(wire, {}).get("const")
@@ -466,7 +475,17 @@ class _Builder:
         if node is None:
             return []
         if "anyOf" not in node:
-            return [union] if node.get("properties", {}).get("method", {}).get("const") else []
+            # 2026-07-28 defines ClientNotification as a copy of CancelledNotification.
+            method = node.get("properties", {}).get("method", {}).get("const")
+            if method is None:
+                return []
+            same = [
+                name
+                for name, other in self.defs.items()
+                if other.get("properties", {}).get("method", {}).get("const") == method
+                and not name.startswith(("Client", "Server"))
+            ]
+            return same[:1] or [union]
         return [n for n in (self.deref(a)[0] for a in node["anyOf"]) if n is not None]
 
     def method_table(self, union: str) -> dict[str, str]:

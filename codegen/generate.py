@@ -44,7 +44,7 @@ class GenerationReport:
         return (
             f"{self.revision}: {self.definitions} definitions -> {self.structs} Structs "
             f"({self.hoisted} hoisted), {self.aliases} aliases; unions: {unions}; "
-            f"errata applied: {self.errata}; envelopes added: {self.normalised}"
+            f"errata applied: {self.errata}; wire-form additions: {self.normalised}"
         )
 
 

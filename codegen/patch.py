@@ -65,33 +65,49 @@ def _union_members(defs: dict[str, Any], name: str, key: str) -> list[str]:
 
 
 def normalise_wire_form(schema: dict[str, Any]) -> int:
-    """Give every request and notification definition its JSON-RPC envelope fields.
+    """Give every request and notification definition its JSON-RPC envelope fields, and
+    its params the inherited ``_meta``.
 
     Up to 2025-06-18 the request and notification definitions describe only ``method`` and
-    ``params``; ``id`` and ``jsonrpc`` live in ``JSONRPCRequest``. Later revisions define
-    the complete message. Adding the envelope here gives every revision the same message
-    types (``CallToolRequest(id=1, params=...)`` is a whole wire message everywhere).
-    Edits ``schema`` in place and returns how many definitions it changed.
+    ``params``; ``id`` and ``jsonrpc`` live in ``JSONRPCRequest``, and ``params._meta``
+    (``progressToken``) only in the generic ``Request``/``Notification``. Later revisions
+    define the complete message. Adding both here gives every revision the same message
+    types (``CallToolRequest(id=1, params=...)`` is a whole wire message everywhere, and
+    ``params.meta`` keeps the progress token). Edits ``schema`` in place and returns how
+    many definitions it changed.
     """
     key = definitions_key(schema)
     defs: dict[str, Any] = schema[key]
     changed = 0
     jsonrpc = {"const": "2.0", "type": "string"}
     request_id = {"$ref": f"#/{key}/RequestId"}
-    for union, envelope in (
-        ("ClientRequest", {"jsonrpc": jsonrpc, "id": request_id}),
-        ("ServerRequest", {"jsonrpc": jsonrpc, "id": request_id}),
-        ("ClientNotification", {"jsonrpc": jsonrpc}),
-        ("ServerNotification", {"jsonrpc": jsonrpc}),
+    for union, envelope, base in (
+        ("ClientRequest", {"jsonrpc": jsonrpc, "id": request_id}, "Request"),
+        ("ServerRequest", {"jsonrpc": jsonrpc, "id": request_id}, "Request"),
+        ("ClientNotification", {"jsonrpc": jsonrpc}, "Notification"),
+        ("ServerNotification", {"jsonrpc": jsonrpc}, "Notification"),
     ):
+        base_meta = _params_meta(defs.get(base, {}))
         for name in _union_members(defs, union, key):
             node = defs[name]
             props = node.setdefault("properties", {})
             missing = [p for p in envelope if p not in props]
-            if not missing:
-                continue
             for prop in missing:
                 props[prop] = copy.deepcopy(envelope[prop])
-            node["required"] = sorted(set(node.get("required", [])) | set(missing))
-            changed += 1
+            if missing:
+                node["required"] = sorted(set(node.get("required", [])) | set(missing))
+            # Concrete params of these revisions omit the ``_meta`` (``progressToken``)
+            # that every message inherits from Request/Notification in the TS source.
+            params = props.get("params", {})
+            inherits = base_meta is not None and "properties" in params
+            gains_meta = inherits and "_meta" not in params["properties"]
+            if gains_meta:
+                params["properties"]["_meta"] = copy.deepcopy(base_meta)
+            changed += bool(missing) or gains_meta
     return changed
+
+
+def _params_meta(base: dict[str, Any]) -> Any:
+    """The ``params._meta`` schema of the generic Request or Notification, if any."""
+    params = base.get("properties", {}).get("params", {})
+    return params.get("properties", {}).get("_meta")

@@ -62,6 +62,7 @@ RESERVED = frozenset(
         "Member",
         "check_members",
         "msgspec",
+        "JSONRPC_VERSION",
         "REVISION",
         "RESULTS",
         "TASK_RESULTS",
@@ -167,6 +168,8 @@ def default(f: Field) -> str:
     args: list[str] = []
     if not f.required:
         args.append(f"default={_names.UNSET}")
+    elif f.wire == "jsonrpc" and f.const == "2.0":
+        args.append("default=JSONRPC_VERSION")  # its identity tells "absent on the wire"
     elif f.const is not None:
         args.append(f"default={constant(f.const)}")
     elif f.empty_default:

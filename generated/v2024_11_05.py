@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
@@ -158,7 +159,7 @@ class Annotated(msgspec.Struct, kw_only=True):
 
 
 class AnnotatedAnnotations(msgspec.Struct, kw_only=True):
-    """``AnnotatedAnnotations`` (hoisted object)."""
+    """The `annotations` member of `Annotated`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -174,7 +175,7 @@ class AnnotatedAnnotations(msgspec.Struct, kw_only=True):
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True):
-    """``BlobResourceContents`` (definition object)."""
+    """`BlobResourceContents`, as the schema defines it (it has no description)."""
 
     #: A base64-encoded string representing the binary data of the item.
     blob: str
@@ -192,15 +193,16 @@ class CallToolRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="too
     method: ClassVar[str] = "tools/call"
 
     params: CallToolRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CallToolRequestParams(msgspec.Struct, kw_only=True):
-    """``CallToolRequestParams`` (hoisted object)."""
+    """The `params` member of `CallToolRequest`."""
 
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CallToolResult(msgspec.Struct, kw_only=True):
@@ -241,11 +243,11 @@ class CancelledNotification(msgspec.Struct, kw_only=True, tag_field="method", ta
     method: ClassVar[str] = "notifications/cancelled"
 
     params: CancelledNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class CancelledNotificationParams(msgspec.Struct, kw_only=True):
-    """``CancelledNotificationParams`` (hoisted object)."""
+    """The `params` member of `CancelledNotification`."""
 
     #: An optional string describing the reason for the cancellation. This MAY be logged or presented to the user.
     reason: str | UnsetType = UNSET
@@ -254,6 +256,9 @@ class CancelledNotificationParams(msgspec.Struct, kw_only=True):
     #:
     #: This MUST correspond to the ID of a request previously issued in the same direction.
     request_id: RequestId = msgspec.field(name="requestId")
+
+    #: This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ClientCapabilities(msgspec.Struct, kw_only=True):
@@ -282,16 +287,17 @@ class CompleteRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="com
     method: ClassVar[str] = "completion/complete"
 
     params: CompleteRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CompleteRequestParams(msgspec.Struct, kw_only=True):
-    """``CompleteRequestParams`` (hoisted object)."""
+    """The `params` member of `CompleteRequest`."""
 
     #: The argument's information
     argument: CompleteRequestParamsArgument
     ref: PromptReference | ResourceReference
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CompleteRequestParamsArgument(msgspec.Struct, kw_only=True):
@@ -313,7 +319,7 @@ class CompleteResult(msgspec.Struct, kw_only=True):
 
 
 class CompleteResultCompletion(msgspec.Struct, kw_only=True):
-    """``CompleteResultCompletion`` (hoisted object)."""
+    """The `completion` member of `CompleteResult`."""
 
     #: Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
     has_more: bool | UnsetType = msgspec.field(default=UNSET, name="hasMore")
@@ -331,12 +337,12 @@ class CreateMessageRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "sampling/createMessage"
 
     params: CreateMessageRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CreateMessageRequestParams(msgspec.Struct, kw_only=True):
-    """``CreateMessageRequestParams`` (hoisted object)."""
+    """The `params` member of `CreateMessageRequest`."""
 
     #: A request to include context from one or more MCP servers (including the caller), to be attached to the prompt. The client MAY ignore this request.
     include_context: Literal["allServers", "none", "thisServer"] | UnsetType = msgspec.field(default=UNSET, name="includeContext")
@@ -355,6 +361,7 @@ class CreateMessageRequestParams(msgspec.Struct, kw_only=True):
     #: An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt.
     system_prompt: str | UnsetType = msgspec.field(default=UNSET, name="systemPrompt")
     temperature: int | float | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CreateMessageResult(msgspec.Struct, kw_only=True):
@@ -387,7 +394,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, tag_field="type", tag="reso
 
 
 class EmbeddedResourceAnnotations(msgspec.Struct, kw_only=True):
-    """``EmbeddedResourceAnnotations`` (hoisted object)."""
+    """The `annotations` member of `EmbeddedResource`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -408,18 +415,19 @@ class GetPromptRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="pr
     method: ClassVar[str] = "prompts/get"
 
     params: GetPromptRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class GetPromptRequestParams(msgspec.Struct, kw_only=True):
-    """``GetPromptRequestParams`` (hoisted object)."""
+    """The `params` member of `GetPromptRequest`."""
 
     #: Arguments to use for templating the prompt.
     arguments: dict[str, str] | UnsetType = UNSET
 
     #: The name of the prompt or prompt template.
     name: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class GetPromptResult(msgspec.Struct, kw_only=True):
@@ -448,7 +456,7 @@ class ImageContent(msgspec.Struct, kw_only=True, tag_field="type", tag="image"):
 
 
 class ImageContentAnnotations(msgspec.Struct, kw_only=True):
-    """``ImageContentAnnotations`` (hoisted object)."""
+    """The `annotations` member of `ImageContent`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -476,18 +484,19 @@ class InitializeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="i
     method: ClassVar[str] = "initialize"
 
     params: InitializeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class InitializeRequestParams(msgspec.Struct, kw_only=True):
-    """``InitializeRequestParams`` (hoisted object)."""
+    """The `params` member of `InitializeRequest`."""
 
     capabilities: ClientCapabilities
     client_info: Implementation = msgspec.field(name="clientInfo")
 
     #: The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well.
     protocol_version: str = msgspec.field(name="protocolVersion")
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class InitializeResult(msgspec.Struct, kw_only=True):
@@ -513,7 +522,7 @@ class InitializedNotification(msgspec.Struct, kw_only=True, tag_field="method", 
     method: ClassVar[str] = "notifications/initialized"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCError(msgspec.Struct, kw_only=True):
@@ -521,11 +530,11 @@ class JSONRPCError(msgspec.Struct, kw_only=True):
 
     error: JSONRPCErrorError
     id: str | int | None
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCErrorError(msgspec.Struct, kw_only=True):
-    """``JSONRPCErrorError`` (hoisted object)."""
+    """The `error` member of `JSONRPCError`."""
 
     #: The error type that occurred.
     code: int
@@ -540,7 +549,7 @@ class JSONRPCErrorError(msgspec.Struct, kw_only=True):
 class JSONRPCNotification(msgspec.Struct, kw_only=True):
     """A notification which does not expect a response."""
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -549,7 +558,7 @@ class JSONRPCRequest(msgspec.Struct, kw_only=True):
     """A request that expects a response."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -558,7 +567,7 @@ class JSONRPCResponse(msgspec.Struct, kw_only=True):
     """A successful (non-error) response to a request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: Result
 
 
@@ -568,16 +577,17 @@ class ListPromptsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "prompts/list"
 
     params: ListPromptsRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListPromptsRequestParams(msgspec.Struct, kw_only=True):
-    """``ListPromptsRequestParams`` (hoisted object)."""
+    """The `params` member of `ListPromptsRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListPromptsResult(msgspec.Struct, kw_only=True):
@@ -598,16 +608,17 @@ class ListResourceTemplatesRequest(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "resources/templates/list"
 
     params: ListResourceTemplatesRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListResourceTemplatesRequestParams(msgspec.Struct, kw_only=True):
-    """``ListResourceTemplatesRequestParams`` (hoisted object)."""
+    """The `params` member of `ListResourceTemplatesRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListResourceTemplatesResult(msgspec.Struct, kw_only=True):
@@ -628,16 +639,17 @@ class ListResourcesRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "resources/list"
 
     params: ListResourcesRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListResourcesRequestParams(msgspec.Struct, kw_only=True):
-    """``ListResourcesRequestParams`` (hoisted object)."""
+    """The `params` member of `ListResourcesRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListResourcesResult(msgspec.Struct, kw_only=True):
@@ -666,7 +678,7 @@ class ListRootsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ro
     method: ClassVar[str] = "roots/list"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
@@ -688,16 +700,17 @@ class ListToolsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="to
     method: ClassVar[str] = "tools/list"
 
     params: ListToolsRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListToolsRequestParams(msgspec.Struct, kw_only=True):
-    """``ListToolsRequestParams`` (hoisted object)."""
+    """The `params` member of `ListToolsRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListToolsResult(msgspec.Struct, kw_only=True):
@@ -718,11 +731,11 @@ class LoggingMessageNotification(msgspec.Struct, kw_only=True, tag_field="method
     method: ClassVar[str] = "notifications/message"
 
     params: LoggingMessageNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class LoggingMessageNotificationParams(msgspec.Struct, kw_only=True):
-    """``LoggingMessageNotificationParams`` (hoisted object)."""
+    """The `params` member of `LoggingMessageNotification`."""
 
     #: The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
     data: Any
@@ -732,6 +745,9 @@ class LoggingMessageNotificationParams(msgspec.Struct, kw_only=True):
 
     #: An optional name of the logger issuing this message.
     logger: str | UnsetType = UNSET
+
+    #: This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ModelHint(msgspec.Struct, kw_only=True):
@@ -795,21 +811,21 @@ class ModelPreferences(msgspec.Struct, kw_only=True):
 
 
 class Notification(msgspec.Struct, kw_only=True):
-    """``Notification`` (definition object)."""
+    """`Notification`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
 class PaginatedRequest(msgspec.Struct, kw_only=True):
-    """``PaginatedRequest`` (definition object)."""
+    """`PaginatedRequest`, as the schema defines it (it has no description)."""
 
     method: str
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
 class PaginatedRequestParams(msgspec.Struct, kw_only=True):
-    """``PaginatedRequestParams`` (hoisted object)."""
+    """The `params` member of `PaginatedRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
@@ -817,7 +833,7 @@ class PaginatedRequestParams(msgspec.Struct, kw_only=True):
 
 
 class PaginatedResult(msgspec.Struct, kw_only=True):
-    """``PaginatedResult`` (definition object)."""
+    """`PaginatedResult`, as the schema defines it (it has no description)."""
 
     #: This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -833,7 +849,7 @@ class PingRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ping"):
     method: ClassVar[str] = "ping"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
@@ -843,11 +859,11 @@ class ProgressNotification(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "notifications/progress"
 
     params: ProgressNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ProgressNotificationParams(msgspec.Struct, kw_only=True):
-    """``ProgressNotificationParams`` (hoisted object)."""
+    """The `params` member of `ProgressNotification`."""
 
     #: The progress thus far. This should increase every time progress is made, even if the total is unknown.
     progress: int | float
@@ -857,6 +873,9 @@ class ProgressNotificationParams(msgspec.Struct, kw_only=True):
 
     #: Total number of items to process (or total progress required), if known.
     total: int | float | UnsetType = UNSET
+
+    #: This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Prompt(msgspec.Struct, kw_only=True):
@@ -891,7 +910,7 @@ class PromptListChangedNotification(msgspec.Struct, kw_only=True, tag_field="met
     method: ClassVar[str] = "notifications/prompts/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class PromptMessage(msgspec.Struct, kw_only=True):
@@ -921,15 +940,16 @@ class ReadResourceRequest(msgspec.Struct, kw_only=True, tag_field="method", tag=
     method: ClassVar[str] = "resources/read"
 
     params: ReadResourceRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ReadResourceRequestParams(msgspec.Struct, kw_only=True):
-    """``ReadResourceRequestParams`` (hoisted object)."""
+    """The `params` member of `ReadResourceRequest`."""
 
     #: The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it.
     uri: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ReadResourceResult(msgspec.Struct, kw_only=True):
@@ -941,7 +961,7 @@ class ReadResourceResult(msgspec.Struct, kw_only=True):
 
 
 class Request(msgspec.Struct, kw_only=True):
-    """``Request`` (definition object)."""
+    """`Request`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -975,7 +995,7 @@ class Resource(msgspec.Struct, kw_only=True):
 
 
 class ResourceAnnotations(msgspec.Struct, kw_only=True):
-    """``ResourceAnnotations`` (hoisted object)."""
+    """The `annotations` member of `Resource`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -1006,7 +1026,7 @@ class ResourceListChangedNotification(msgspec.Struct, kw_only=True, tag_field="m
     method: ClassVar[str] = "notifications/resources/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ResourceReference(msgspec.Struct, kw_only=True, tag_field="type", tag="ref/resource"):
@@ -1041,7 +1061,7 @@ class ResourceTemplate(msgspec.Struct, kw_only=True):
 
 
 class ResourceTemplateAnnotations(msgspec.Struct, kw_only=True):
-    """``ResourceTemplateAnnotations`` (hoisted object)."""
+    """The `annotations` member of `ResourceTemplate`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -1062,14 +1082,17 @@ class ResourceUpdatedNotification(msgspec.Struct, kw_only=True, tag_field="metho
     method: ClassVar[str] = "notifications/resources/updated"
 
     params: ResourceUpdatedNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ResourceUpdatedNotificationParams(msgspec.Struct, kw_only=True):
-    """``ResourceUpdatedNotificationParams`` (hoisted object)."""
+    """The `params` member of `ResourceUpdatedNotification`."""
 
     #: The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
     uri: str
+
+    #: This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Root(msgspec.Struct, kw_only=True):
@@ -1096,7 +1119,7 @@ class RootsListChangedNotification(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "notifications/roots/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class SamplingMessage(msgspec.Struct, kw_only=True):
@@ -1155,15 +1178,16 @@ class SetLevelRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="log
     method: ClassVar[str] = "logging/setLevel"
 
     params: SetLevelRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class SetLevelRequestParams(msgspec.Struct, kw_only=True):
-    """``SetLevelRequestParams`` (hoisted object)."""
+    """The `params` member of `SetLevelRequest`."""
 
     #: The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
     level: LoggingLevel
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class SubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="resources/subscribe"):
@@ -1172,15 +1196,16 @@ class SubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="re
     method: ClassVar[str] = "resources/subscribe"
 
     params: SubscribeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class SubscribeRequestParams(msgspec.Struct, kw_only=True):
-    """``SubscribeRequestParams`` (hoisted object)."""
+    """The `params` member of `SubscribeRequest`."""
 
     #: The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it.
     uri: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class TextContent(msgspec.Struct, kw_only=True, tag_field="type", tag="text"):
@@ -1195,7 +1220,7 @@ class TextContent(msgspec.Struct, kw_only=True, tag_field="type", tag="text"):
 
 
 class TextContentAnnotations(msgspec.Struct, kw_only=True):
-    """``TextContentAnnotations`` (hoisted object)."""
+    """The `annotations` member of `TextContent`."""
 
     #: Describes who the intended customer of this object or data is.
     #:
@@ -1236,7 +1261,7 @@ _TextOrBlobResourceContents_MEMBERS: Final = (
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True):
-    """``TextResourceContents`` (definition object)."""
+    """`TextResourceContents`, as the schema defines it (it has no description)."""
 
     #: The MIME type of this resource, if known.
     mime_type: str | UnsetType = msgspec.field(default=UNSET, name="mimeType")
@@ -1267,7 +1292,7 @@ class ToolListChangedNotification(msgspec.Struct, kw_only=True, tag_field="metho
     method: ClassVar[str] = "notifications/tools/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class UnsubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="resources/unsubscribe"):
@@ -1276,15 +1301,16 @@ class UnsubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "resources/unsubscribe"
 
     params: UnsubscribeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class UnsubscribeRequestParams(msgspec.Struct, kw_only=True):
-    """``UnsubscribeRequestParams`` (hoisted object)."""
+    """The `params` member of `UnsubscribeRequest`."""
 
     #: The URI of the resource to unsubscribe from.
     uri: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 # Type aliases: unions, primitives and open objects, each after what it uses.

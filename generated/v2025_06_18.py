@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
@@ -218,7 +219,7 @@ class BaseMetadata(msgspec.Struct, kw_only=True):
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True):
-    """``BlobResourceContents`` (definition object)."""
+    """`BlobResourceContents`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -234,7 +235,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True):
 
 
 class BooleanSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="boolean"):
-    """``BooleanSchema`` (definition object)."""
+    """`BooleanSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "boolean"
 
@@ -249,15 +250,18 @@ class CallToolRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="too
     method: ClassVar[str] = "tools/call"
 
     params: CallToolRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CallToolRequestParams(msgspec.Struct, kw_only=True):
-    """``CallToolRequestParams`` (hoisted object)."""
+    """The `params` member of `CallToolRequest`."""
 
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CallToolResult(msgspec.Struct, kw_only=True):
@@ -301,11 +305,11 @@ class CancelledNotification(msgspec.Struct, kw_only=True, tag_field="method", ta
     method: ClassVar[str] = "notifications/cancelled"
 
     params: CancelledNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class CancelledNotificationParams(msgspec.Struct, kw_only=True):
-    """``CancelledNotificationParams`` (hoisted object)."""
+    """The `params` member of `CancelledNotification`."""
 
     #: An optional string describing the reason for the cancellation. This MAY be logged or presented to the user.
     reason: str | UnsetType = UNSET
@@ -314,6 +318,9 @@ class CancelledNotificationParams(msgspec.Struct, kw_only=True):
     #:
     #: This MUST correspond to the ID of a request previously issued in the same direction.
     request_id: RequestId = msgspec.field(name="requestId")
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ClientCapabilities(msgspec.Struct, kw_only=True):
@@ -345,12 +352,12 @@ class CompleteRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="com
     method: ClassVar[str] = "completion/complete"
 
     params: CompleteRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CompleteRequestParams(msgspec.Struct, kw_only=True):
-    """``CompleteRequestParams`` (hoisted object)."""
+    """The `params` member of `CompleteRequest`."""
 
     #: The argument's information
     argument: CompleteRequestParamsArgument
@@ -358,6 +365,9 @@ class CompleteRequestParams(msgspec.Struct, kw_only=True):
     #: Additional, optional context for completions
     context: CompleteRequestParamsContext | UnsetType = UNSET
     ref: PromptReference | ResourceTemplateReference
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CompleteRequestParamsArgument(msgspec.Struct, kw_only=True):
@@ -386,7 +396,7 @@ class CompleteResult(msgspec.Struct, kw_only=True):
 
 
 class CompleteResultCompletion(msgspec.Struct, kw_only=True):
-    """``CompleteResultCompletion`` (hoisted object)."""
+    """The `completion` member of `CompleteResult`."""
 
     #: Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
     has_more: bool | UnsetType = msgspec.field(default=UNSET, name="hasMore")
@@ -404,12 +414,12 @@ class CreateMessageRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "sampling/createMessage"
 
     params: CreateMessageRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class CreateMessageRequestParams(msgspec.Struct, kw_only=True):
-    """``CreateMessageRequestParams`` (hoisted object)."""
+    """The `params` member of `CreateMessageRequest`."""
 
     #: A request to include context from one or more MCP servers (including the caller), to be attached to the prompt. The client MAY ignore this request.
     include_context: Literal["allServers", "none", "thisServer"] | UnsetType = msgspec.field(default=UNSET, name="includeContext")
@@ -430,6 +440,9 @@ class CreateMessageRequestParams(msgspec.Struct, kw_only=True):
     #: An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt.
     system_prompt: str | UnsetType = msgspec.field(default=UNSET, name="systemPrompt")
     temperature: int | float | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CreateMessageResult(msgspec.Struct, kw_only=True):
@@ -453,12 +466,12 @@ class ElicitRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="elici
     method: ClassVar[str] = "elicitation/create"
 
     params: ElicitRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ElicitRequestParams(msgspec.Struct, kw_only=True):
-    """``ElicitRequestParams`` (hoisted object)."""
+    """The `params` member of `ElicitRequest`."""
 
     #: The message to present to the user.
     message: str
@@ -466,6 +479,9 @@ class ElicitRequestParams(msgspec.Struct, kw_only=True):
     #: A restricted subset of JSON Schema.
     #: Only top-level properties are allowed, without nesting.
     requested_schema: ElicitRequestParamsRequestedSchema = msgspec.field(name="requestedSchema")
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ElicitRequestParamsRequestedSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="object"):
@@ -516,7 +532,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, tag_field="type", tag="reso
 
 
 class EnumSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="string"):
-    """``EnumSchema`` (definition object)."""
+    """`EnumSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "string"
 
@@ -532,18 +548,21 @@ class GetPromptRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="pr
     method: ClassVar[str] = "prompts/get"
 
     params: GetPromptRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class GetPromptRequestParams(msgspec.Struct, kw_only=True):
-    """``GetPromptRequestParams`` (hoisted object)."""
+    """The `params` member of `GetPromptRequest`."""
 
     #: Arguments to use for templating the prompt.
     arguments: dict[str, str] | UnsetType = UNSET
 
     #: The name of the prompt or prompt template.
     name: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class GetPromptResult(msgspec.Struct, kw_only=True):
@@ -597,18 +616,21 @@ class InitializeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="i
     method: ClassVar[str] = "initialize"
 
     params: InitializeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class InitializeRequestParams(msgspec.Struct, kw_only=True):
-    """``InitializeRequestParams`` (hoisted object)."""
+    """The `params` member of `InitializeRequest`."""
 
     capabilities: ClientCapabilities
     client_info: Implementation = msgspec.field(name="clientInfo")
 
     #: The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well.
     protocol_version: str = msgspec.field(name="protocolVersion")
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class InitializeResult(msgspec.Struct, kw_only=True):
@@ -634,7 +656,7 @@ class InitializedNotification(msgspec.Struct, kw_only=True, tag_field="method", 
     method: ClassVar[str] = "notifications/initialized"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCError(msgspec.Struct, kw_only=True):
@@ -642,11 +664,11 @@ class JSONRPCError(msgspec.Struct, kw_only=True):
 
     error: JSONRPCErrorError
     id: str | int | None
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCErrorError(msgspec.Struct, kw_only=True):
-    """``JSONRPCErrorError`` (hoisted object)."""
+    """The `error` member of `JSONRPCError`."""
 
     #: The error type that occurred.
     code: int
@@ -661,7 +683,7 @@ class JSONRPCErrorError(msgspec.Struct, kw_only=True):
 class JSONRPCNotification(msgspec.Struct, kw_only=True):
     """A notification which does not expect a response."""
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -670,7 +692,7 @@ class JSONRPCRequest(msgspec.Struct, kw_only=True):
     """A request that expects a response."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -679,7 +701,7 @@ class JSONRPCResponse(msgspec.Struct, kw_only=True):
     """A successful (non-error) response to a request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: Result
 
 
@@ -689,16 +711,19 @@ class ListPromptsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "prompts/list"
 
     params: ListPromptsRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListPromptsRequestParams(msgspec.Struct, kw_only=True):
-    """``ListPromptsRequestParams`` (hoisted object)."""
+    """The `params` member of `ListPromptsRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListPromptsResult(msgspec.Struct, kw_only=True):
@@ -719,16 +744,19 @@ class ListResourceTemplatesRequest(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "resources/templates/list"
 
     params: ListResourceTemplatesRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListResourceTemplatesRequestParams(msgspec.Struct, kw_only=True):
-    """``ListResourceTemplatesRequestParams`` (hoisted object)."""
+    """The `params` member of `ListResourceTemplatesRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListResourceTemplatesResult(msgspec.Struct, kw_only=True):
@@ -749,16 +777,19 @@ class ListResourcesRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "resources/list"
 
     params: ListResourcesRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListResourcesRequestParams(msgspec.Struct, kw_only=True):
-    """``ListResourcesRequestParams`` (hoisted object)."""
+    """The `params` member of `ListResourcesRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListResourcesResult(msgspec.Struct, kw_only=True):
@@ -787,7 +818,7 @@ class ListRootsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ro
     method: ClassVar[str] = "roots/list"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
@@ -809,16 +840,19 @@ class ListToolsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="to
     method: ClassVar[str] = "tools/list"
 
     params: ListToolsRequestParams | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ListToolsRequestParams(msgspec.Struct, kw_only=True):
-    """``ListToolsRequestParams`` (hoisted object)."""
+    """The `params` member of `ListToolsRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
     cursor: str | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListToolsResult(msgspec.Struct, kw_only=True):
@@ -839,11 +873,11 @@ class LoggingMessageNotification(msgspec.Struct, kw_only=True, tag_field="method
     method: ClassVar[str] = "notifications/message"
 
     params: LoggingMessageNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class LoggingMessageNotificationParams(msgspec.Struct, kw_only=True):
-    """``LoggingMessageNotificationParams`` (hoisted object)."""
+    """The `params` member of `LoggingMessageNotification`."""
 
     #: The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
     data: Any
@@ -853,6 +887,9 @@ class LoggingMessageNotificationParams(msgspec.Struct, kw_only=True):
 
     #: An optional name of the logger issuing this message.
     logger: str | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ModelHint(msgspec.Struct, kw_only=True):
@@ -916,14 +953,14 @@ class ModelPreferences(msgspec.Struct, kw_only=True):
 
 
 class Notification(msgspec.Struct, kw_only=True):
-    """``Notification`` (definition object)."""
+    """`Notification`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
 class NumberSchema(msgspec.Struct, kw_only=True):
-    """``NumberSchema`` (definition object)."""
+    """`NumberSchema`, as the schema defines it (it has no description)."""
 
     description: str | UnsetType = UNSET
     maximum: int | float | UnsetType = UNSET
@@ -933,14 +970,14 @@ class NumberSchema(msgspec.Struct, kw_only=True):
 
 
 class PaginatedRequest(msgspec.Struct, kw_only=True):
-    """``PaginatedRequest`` (definition object)."""
+    """`PaginatedRequest`, as the schema defines it (it has no description)."""
 
     method: str
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
 class PaginatedRequestParams(msgspec.Struct, kw_only=True):
-    """``PaginatedRequestParams`` (hoisted object)."""
+    """The `params` member of `PaginatedRequest`."""
 
     #: An opaque token representing the current pagination position.
     #: If provided, the server should return results starting after this cursor.
@@ -948,7 +985,7 @@ class PaginatedRequestParams(msgspec.Struct, kw_only=True):
 
 
 class PaginatedResult(msgspec.Struct, kw_only=True):
-    """``PaginatedResult`` (definition object)."""
+    """`PaginatedResult`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -964,7 +1001,7 @@ class PingRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ping"):
     method: ClassVar[str] = "ping"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
@@ -1004,11 +1041,11 @@ class ProgressNotification(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "notifications/progress"
 
     params: ProgressNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ProgressNotificationParams(msgspec.Struct, kw_only=True):
-    """``ProgressNotificationParams`` (hoisted object)."""
+    """The `params` member of `ProgressNotification`."""
 
     #: An optional message describing the current progress.
     message: str | UnsetType = UNSET
@@ -1021,6 +1058,9 @@ class ProgressNotificationParams(msgspec.Struct, kw_only=True):
 
     #: Total number of items to process (or total progress required), if known.
     total: int | float | UnsetType = UNSET
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Prompt(msgspec.Struct, kw_only=True):
@@ -1074,7 +1114,7 @@ class PromptListChangedNotification(msgspec.Struct, kw_only=True, tag_field="met
     method: ClassVar[str] = "notifications/prompts/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class PromptMessage(msgspec.Struct, kw_only=True):
@@ -1112,15 +1152,18 @@ class ReadResourceRequest(msgspec.Struct, kw_only=True, tag_field="method", tag=
     method: ClassVar[str] = "resources/read"
 
     params: ReadResourceRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class ReadResourceRequestParams(msgspec.Struct, kw_only=True):
-    """``ReadResourceRequestParams`` (hoisted object)."""
+    """The `params` member of `ReadResourceRequest`."""
 
     #: The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it.
     uri: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ReadResourceResult(msgspec.Struct, kw_only=True):
@@ -1132,7 +1175,7 @@ class ReadResourceResult(msgspec.Struct, kw_only=True):
 
 
 class Request(msgspec.Struct, kw_only=True):
-    """``Request`` (definition object)."""
+    """`Request`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -1237,7 +1280,7 @@ class ResourceListChangedNotification(msgspec.Struct, kw_only=True, tag_field="m
     method: ClassVar[str] = "notifications/resources/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ResourceTemplate(msgspec.Struct, kw_only=True):
@@ -1287,14 +1330,17 @@ class ResourceUpdatedNotification(msgspec.Struct, kw_only=True, tag_field="metho
     method: ClassVar[str] = "notifications/resources/updated"
 
     params: ResourceUpdatedNotificationParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class ResourceUpdatedNotificationParams(msgspec.Struct, kw_only=True):
-    """``ResourceUpdatedNotificationParams`` (hoisted object)."""
+    """The `params` member of `ResourceUpdatedNotification`."""
 
     #: The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
     uri: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Root(msgspec.Struct, kw_only=True):
@@ -1324,7 +1370,7 @@ class RootsListChangedNotification(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "notifications/roots/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class SamplingMessage(msgspec.Struct, kw_only=True):
@@ -1386,19 +1432,22 @@ class SetLevelRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="log
     method: ClassVar[str] = "logging/setLevel"
 
     params: SetLevelRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class SetLevelRequestParams(msgspec.Struct, kw_only=True):
-    """``SetLevelRequestParams`` (hoisted object)."""
+    """The `params` member of `SetLevelRequest`."""
 
     #: The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
     level: LoggingLevel
 
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
 
 class StringSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="string"):
-    """``StringSchema`` (definition object)."""
+    """`StringSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "string"
 
@@ -1415,15 +1464,18 @@ class SubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="re
     method: ClassVar[str] = "resources/subscribe"
 
     params: SubscribeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class SubscribeRequestParams(msgspec.Struct, kw_only=True):
-    """``SubscribeRequestParams`` (hoisted object)."""
+    """The `params` member of `SubscribeRequest`."""
 
     #: The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it.
     uri: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class TextContent(msgspec.Struct, kw_only=True, tag_field="type", tag="text"):
@@ -1470,7 +1522,7 @@ _TextOrBlobResourceContents_MEMBERS: Final = (
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True):
-    """``TextResourceContents`` (definition object)."""
+    """`TextResourceContents`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -1571,7 +1623,7 @@ class ToolListChangedNotification(msgspec.Struct, kw_only=True, tag_field="metho
     method: ClassVar[str] = "notifications/tools/list_changed"
 
     params: dict[str, Any] | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class UnsubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="resources/unsubscribe"):
@@ -1580,15 +1632,18 @@ class UnsubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "resources/unsubscribe"
 
     params: UnsubscribeRequestParams
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     id: RequestId
 
 
 class UnsubscribeRequestParams(msgspec.Struct, kw_only=True):
-    """``UnsubscribeRequestParams`` (hoisted object)."""
+    """The `params` member of `UnsubscribeRequest`."""
 
     #: The URI of the resource to unsubscribe from.
     uri: str
+
+    #: See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 # Type aliases: unions, primitives and open objects, each after what it uses.

@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
@@ -282,7 +283,7 @@ class BaseMetadata(msgspec.Struct, kw_only=True):
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True):
-    """``BlobResourceContents`` (definition object)."""
+    """`BlobResourceContents`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -298,7 +299,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True):
 
 
 class BooleanSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="boolean"):
-    """``BooleanSchema`` (definition object)."""
+    """`BooleanSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "boolean"
 
@@ -313,7 +314,7 @@ class CallToolRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="too
     method: ClassVar[str] = "tools/call"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CallToolRequestParams
 
 
@@ -371,12 +372,12 @@ class CancelTaskRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="t
     method: ClassVar[str] = "tasks/cancel"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CancelTaskRequestParams
 
 
 class CancelTaskRequestParams(msgspec.Struct, kw_only=True):
-    """``CancelTaskRequestParams`` (hoisted object)."""
+    """The `params` member of `CancelTaskRequest`."""
 
     #: The task identifier to cancel.
     task_id: str = msgspec.field(name="taskId")
@@ -429,7 +430,7 @@ class CancelledNotification(msgspec.Struct, kw_only=True, tag_field="method", ta
 
     method: ClassVar[str] = "notifications/cancelled"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CancelledNotificationParams
 
 
@@ -537,7 +538,7 @@ class CompleteRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="com
     method: ClassVar[str] = "completion/complete"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CompleteRequestParams
 
 
@@ -581,7 +582,7 @@ class CompleteResult(msgspec.Struct, kw_only=True):
 
 
 class CompleteResultCompletion(msgspec.Struct, kw_only=True):
-    """``CompleteResultCompletion`` (hoisted object)."""
+    """The `completion` member of `CompleteResult`."""
 
     #: Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
     has_more: bool | UnsetType = msgspec.field(default=UNSET, name="hasMore")
@@ -599,7 +600,7 @@ class CreateMessageRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "sampling/createMessage"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CreateMessageRequestParams
 
 
@@ -692,7 +693,7 @@ class ElicitRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="elici
     method: ClassVar[str] = "elicitation/create"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ElicitRequestParams
 
 
@@ -826,12 +827,12 @@ class ElicitationCompleteNotification(msgspec.Struct, kw_only=True, tag_field="m
 
     method: ClassVar[str] = "notifications/elicitation/complete"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ElicitationCompleteNotificationParams
 
 
 class ElicitationCompleteNotificationParams(msgspec.Struct, kw_only=True):
-    """``ElicitationCompleteNotificationParams`` (hoisted object)."""
+    """The `params` member of `ElicitationCompleteNotification`."""
 
     #: The ID of the elicitation that completed.
     elicitation_id: str = msgspec.field(name="elicitationId")
@@ -856,7 +857,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, tag_field="type", tag="reso
 
 
 class EnumSchema(msgspec.Struct, kw_only=True):
-    """``EnumSchema`` (merged object)."""
+    """`EnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["string", "array"]
 
@@ -902,7 +903,7 @@ _EnumSchema_MEMBERS: Final = (
 
 
 class Error(msgspec.Struct, kw_only=True):
-    """``Error`` (definition object)."""
+    """`Error`, as the schema defines it (it has no description)."""
 
     #: The error type that occurred.
     code: int
@@ -920,7 +921,7 @@ class GetPromptRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="pr
     method: ClassVar[str] = "prompts/get"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: GetPromptRequestParams
 
 
@@ -954,12 +955,12 @@ class GetTaskPayloadRequest(msgspec.Struct, kw_only=True, tag_field="method", ta
     method: ClassVar[str] = "tasks/result"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: GetTaskPayloadRequestParams
 
 
 class GetTaskPayloadRequestParams(msgspec.Struct, kw_only=True):
-    """``GetTaskPayloadRequestParams`` (hoisted object)."""
+    """The `params` member of `GetTaskPayloadRequest`."""
 
     #: The task identifier to retrieve results for.
     task_id: str = msgspec.field(name="taskId")
@@ -971,12 +972,12 @@ class GetTaskRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="task
     method: ClassVar[str] = "tasks/get"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: GetTaskRequestParams
 
 
 class GetTaskRequestParams(msgspec.Struct, kw_only=True):
-    """``GetTaskRequestParams`` (hoisted object)."""
+    """The `params` member of `GetTaskRequest`."""
 
     #: The task identifier to query.
     task_id: str = msgspec.field(name="taskId")
@@ -1121,7 +1122,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="i
     method: ClassVar[str] = "initialize"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: InitializeRequestParams
 
 
@@ -1159,7 +1160,7 @@ class InitializedNotification(msgspec.Struct, kw_only=True, tag_field="method", 
 
     method: ClassVar[str] = "notifications/initialized"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -1168,13 +1169,13 @@ class JSONRPCErrorResponse(msgspec.Struct, kw_only=True):
 
     error: Error
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCNotification(msgspec.Struct, kw_only=True):
     """A notification which does not expect a response."""
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -1183,7 +1184,7 @@ class JSONRPCRequest(msgspec.Struct, kw_only=True):
     """A request that expects a response."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -1192,7 +1193,7 @@ class JSONRPCResultResponse(msgspec.Struct, kw_only=True):
     """A successful (non-error) response to a request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: Result
 
 
@@ -1220,7 +1221,7 @@ class ListPromptsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "prompts/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
@@ -1242,7 +1243,7 @@ class ListResourceTemplatesRequest(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "resources/templates/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
@@ -1264,7 +1265,7 @@ class ListResourcesRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "resources/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
@@ -1294,7 +1295,7 @@ class ListRootsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ro
     method: ClassVar[str] = "roots/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: RequestParams | UnsetType = UNSET
 
 
@@ -1316,7 +1317,7 @@ class ListTasksRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ta
     method: ClassVar[str] = "tasks/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
@@ -1338,7 +1339,7 @@ class ListToolsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="to
     method: ClassVar[str] = "tools/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
@@ -1359,7 +1360,7 @@ class LoggingMessageNotification(msgspec.Struct, kw_only=True, tag_field="method
 
     method: ClassVar[str] = "notifications/message"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: LoggingMessageNotificationParams
 
 
@@ -1440,7 +1441,7 @@ class ModelPreferences(msgspec.Struct, kw_only=True):
 
 
 class MultiSelectEnumSchema(msgspec.Struct, kw_only=True):
-    """``MultiSelectEnumSchema`` (merged object)."""
+    """`MultiSelectEnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["array"]
 
@@ -1473,21 +1474,21 @@ _MultiSelectEnumSchema_MEMBERS: Final = (
 
 
 class Notification(msgspec.Struct, kw_only=True):
-    """``Notification`` (definition object)."""
+    """`Notification`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
 class NotificationParams(msgspec.Struct, kw_only=True):
-    """``NotificationParams`` (definition object)."""
+    """`NotificationParams`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class NumberSchema(msgspec.Struct, kw_only=True):
-    """``NumberSchema`` (definition object)."""
+    """`NumberSchema`, as the schema defines it (it has no description)."""
 
     default: int | float | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -1498,10 +1499,10 @@ class NumberSchema(msgspec.Struct, kw_only=True):
 
 
 class PaginatedRequest(msgspec.Struct, kw_only=True):
-    """``PaginatedRequest`` (definition object)."""
+    """`PaginatedRequest`, as the schema defines it (it has no description)."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: PaginatedRequestParams | UnsetType = UNSET
 
@@ -1518,7 +1519,7 @@ class PaginatedRequestParams(msgspec.Struct, kw_only=True):
 
 
 class PaginatedResult(msgspec.Struct, kw_only=True):
-    """``PaginatedResult`` (definition object)."""
+    """`PaginatedResult`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -1534,7 +1535,7 @@ class PingRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ping"):
     method: ClassVar[str] = "ping"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: RequestParams | UnsetType = UNSET
 
 
@@ -1594,7 +1595,7 @@ class ProgressNotification(msgspec.Struct, kw_only=True, tag_field="method", tag
 
     method: ClassVar[str] = "notifications/progress"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ProgressNotificationParams
 
 
@@ -1678,7 +1679,7 @@ class PromptListChangedNotification(msgspec.Struct, kw_only=True, tag_field="met
 
     method: ClassVar[str] = "notifications/prompts/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -1717,7 +1718,7 @@ class ReadResourceRequest(msgspec.Struct, kw_only=True, tag_field="method", tag=
     method: ClassVar[str] = "resources/read"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ReadResourceRequestParams
 
 
@@ -1750,7 +1751,7 @@ class RelatedTaskMetadata(msgspec.Struct, kw_only=True):
 
 
 class Request(msgspec.Struct, kw_only=True):
-    """``Request`` (definition object)."""
+    """`Request`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -1883,7 +1884,7 @@ class ResourceListChangedNotification(msgspec.Struct, kw_only=True, tag_field="m
 
     method: ClassVar[str] = "notifications/resources/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -1954,7 +1955,7 @@ class ResourceUpdatedNotification(msgspec.Struct, kw_only=True, tag_field="metho
 
     method: ClassVar[str] = "notifications/resources/updated"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ResourceUpdatedNotificationParams
 
 
@@ -1994,7 +1995,7 @@ class RootsListChangedNotification(msgspec.Struct, kw_only=True, tag_field="meth
 
     method: ClassVar[str] = "notifications/roots/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -2089,7 +2090,7 @@ class SetLevelRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="log
     method: ClassVar[str] = "logging/setLevel"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: SetLevelRequestParams
 
 
@@ -2104,7 +2105,7 @@ class SetLevelRequestParams(msgspec.Struct, kw_only=True):
 
 
 class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
-    """``SingleSelectEnumSchema`` (merged object)."""
+    """`SingleSelectEnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["string"]
 
@@ -2134,7 +2135,7 @@ _SingleSelectEnumSchema_MEMBERS: Final = (
 
 
 class StringSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="string"):
-    """``StringSchema`` (definition object)."""
+    """`StringSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "string"
 
@@ -2152,7 +2153,7 @@ class SubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="re
     method: ClassVar[str] = "resources/subscribe"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: SubscribeRequestParams
 
 
@@ -2225,7 +2226,7 @@ class TaskStatusNotification(msgspec.Struct, kw_only=True, tag_field="method", t
 
     method: ClassVar[str] = "notifications/tasks/status"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: TaskStatusNotificationParams
 
 
@@ -2305,7 +2306,7 @@ _TextOrBlobResourceContents_MEMBERS: Final = (
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True):
-    """``TextResourceContents`` (definition object)."""
+    """`TextResourceContents`, as the schema defines it (it has no description)."""
 
     #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
@@ -2352,7 +2353,7 @@ class TitledMultiSelectEnumSchemaItems(msgspec.Struct, kw_only=True):
 
 
 class TitledMultiSelectEnumSchemaItemsAnyOfItem(msgspec.Struct, kw_only=True):
-    """``TitledMultiSelectEnumSchemaItemsAnyOfItem`` (hoisted object)."""
+    """The `anyOfItem` member of `TitledMultiSelectEnumSchemaItems`."""
 
     #: The constant enum value.
     const: str
@@ -2380,7 +2381,7 @@ class TitledSingleSelectEnumSchema(msgspec.Struct, kw_only=True, tag_field="type
 
 
 class TitledSingleSelectEnumSchemaOneOfItem(msgspec.Struct, kw_only=True):
-    """``TitledSingleSelectEnumSchemaOneOfItem`` (hoisted object)."""
+    """The `oneOfItem` member of `TitledSingleSelectEnumSchema`."""
 
     #: The enum value.
     const: str
@@ -2516,7 +2517,7 @@ class ToolListChangedNotification(msgspec.Struct, kw_only=True, tag_field="metho
 
     method: ClassVar[str] = "notifications/tools/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -2582,11 +2583,11 @@ class URLElicitationRequiredError(msgspec.Struct, kw_only=True):
 
     error: URLElicitationRequiredErrorError
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class URLElicitationRequiredErrorError(msgspec.Struct, kw_only=True):
-    """``URLElicitationRequiredErrorError`` (hoisted object)."""
+    """The `error` member of `URLElicitationRequiredError`."""
 
     code: Literal[-32042] = -32042
     data: dict[str, Any]
@@ -2601,7 +2602,7 @@ class UnsubscribeRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "resources/unsubscribe"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: UnsubscribeRequestParams
 
 

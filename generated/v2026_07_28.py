@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
@@ -181,7 +182,6 @@ __all__ = [
     "UntitledMultiSelectEnumSchema",
     "UntitledMultiSelectEnumSchemaItems",
     "UntitledSingleSelectEnumSchema",
-    "ClientNotificationParams",
     "ClientRequest",
     "ClientResult",
     "ContentBlock",
@@ -281,7 +281,7 @@ class BaseMetadata(msgspec.Struct, kw_only=True):
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True):
-    """``BlobResourceContents`` (definition object)."""
+    """`BlobResourceContents`, as the schema defines it (it has no description)."""
 
     meta: MetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
@@ -296,7 +296,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True):
 
 
 class BooleanSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="boolean"):
-    """``BooleanSchema`` (definition object)."""
+    """`BooleanSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "boolean"
 
@@ -341,7 +341,7 @@ class CallToolRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="too
     method: ClassVar[str] = "tools/call"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CallToolRequestParams
 
 
@@ -394,7 +394,7 @@ class CallToolResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `CallToolRequest` (tools/call) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: InputRequiredResult | CallToolResult
 
 
@@ -411,7 +411,7 @@ class CancelledNotification(msgspec.Struct, kw_only=True, tag_field="method", ta
 
     method: ClassVar[str] = "notifications/cancelled"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CancelledNotificationParams
 
 
@@ -484,7 +484,7 @@ class ClientNotification(msgspec.Struct, kw_only=True, tag_field="method", tag="
 
     method: ClassVar[str] = "notifications/cancelled"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CancelledNotificationParams
 
 
@@ -494,7 +494,7 @@ class CompleteRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="com
     method: ClassVar[str] = "completion/complete"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: CompleteRequestParams
 
 
@@ -538,7 +538,7 @@ class CompleteResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="
 
 
 class CompleteResultCompletion(msgspec.Struct, kw_only=True):
-    """``CompleteResultCompletion`` (hoisted object)."""
+    """The `completion` member of `CompleteResult`."""
 
     #: Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
     has_more: bool | UnsetType = msgspec.field(default=UNSET, name="hasMore")
@@ -554,7 +554,7 @@ class CompleteResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `CompleteRequest` (completion/complete) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: CompleteResult
 
 
@@ -641,7 +641,7 @@ class DiscoverRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ser
     method: ClassVar[str] = "server/discover"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: RequestParams
 
 
@@ -694,7 +694,7 @@ class DiscoverResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `DiscoverRequest` (server/discover) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: DiscoverResult
 
 
@@ -805,7 +805,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, tag_field="type", tag="reso
 
 
 class EnumSchema(msgspec.Struct, kw_only=True):
-    """``EnumSchema`` (merged object)."""
+    """`EnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["string", "array"]
 
@@ -851,7 +851,7 @@ _EnumSchema_MEMBERS: Final = (
 
 
 class Error(msgspec.Struct, kw_only=True):
-    """``Error`` (definition object)."""
+    """`Error`, as the schema defines it (it has no description)."""
 
     #: The error type that occurred.
     code: int
@@ -869,7 +869,7 @@ class GetPromptRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="pr
     method: ClassVar[str] = "prompts/get"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: GetPromptRequestParams
 
 
@@ -903,7 +903,7 @@ class GetPromptResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `GetPromptRequest` (prompts/get) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: InputRequiredResult | GetPromptResult
 
 
@@ -917,11 +917,11 @@ class HeaderMismatchError(msgspec.Struct, kw_only=True):
 
     error: HeaderMismatchErrorError
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class HeaderMismatchErrorError(msgspec.Struct, kw_only=True):
-    """``HeaderMismatchErrorError`` (hoisted object)."""
+    """The `error` member of `HeaderMismatchError`."""
 
     code: Literal[-32020] = -32020
 
@@ -1050,7 +1050,7 @@ class InputRequiredResult(msgspec.Struct, kw_only=True, tag_field="resultType", 
 
 
 class InputResponseRequestParams(msgspec.Struct, kw_only=True):
-    """``InputResponseRequestParams`` (definition object)."""
+    """`InputResponseRequestParams`, as the schema defines it (it has no description)."""
 
     meta: RequestMetaObject = msgspec.field(default_factory=dict, name="_meta")
     input_responses: InputResponses | UnsetType = msgspec.field(default=UNSET, name="inputResponses")
@@ -1112,13 +1112,13 @@ class JSONRPCErrorResponse(msgspec.Struct, kw_only=True):
 
     error: Error
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class JSONRPCNotification(msgspec.Struct, kw_only=True):
     """A notification which does not expect a response."""
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -1127,7 +1127,7 @@ class JSONRPCRequest(msgspec.Struct, kw_only=True):
     """A request that expects a response."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -1136,7 +1136,7 @@ class JSONRPCResultResponse(msgspec.Struct, kw_only=True):
     """A successful (non-error) response to a request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: Result
 
 
@@ -1164,7 +1164,7 @@ class ListPromptsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
     method: ClassVar[str] = "prompts/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams
 
 
@@ -1207,7 +1207,7 @@ class ListPromptsResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `ListPromptsRequest` (prompts/list) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: ListPromptsResult
 
 
@@ -1217,7 +1217,7 @@ class ListResourceTemplatesRequest(msgspec.Struct, kw_only=True, tag_field="meth
     method: ClassVar[str] = "resources/templates/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams
 
 
@@ -1260,7 +1260,7 @@ class ListResourceTemplatesResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `ListResourceTemplatesRequest` (resources/templates/list) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: ListResourceTemplatesResult
 
 
@@ -1270,7 +1270,7 @@ class ListResourcesRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
     method: ClassVar[str] = "resources/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams
 
 
@@ -1313,7 +1313,7 @@ class ListResourcesResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `ListResourcesRequest` (resources/list) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: ListResourcesResult
 
 
@@ -1334,7 +1334,7 @@ class ListRootsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ro
 
 
 class ListRootsRequestParams(msgspec.Struct, kw_only=True):
-    """``ListRootsRequestParams`` (hoisted object)."""
+    """The `params` member of `ListRootsRequest`."""
 
     meta: MetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
@@ -1355,7 +1355,7 @@ class ListToolsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="to
     method: ClassVar[str] = "tools/list"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: PaginatedRequestParams
 
 
@@ -1398,7 +1398,7 @@ class ListToolsResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `ListToolsRequest` (tools/list) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: ListToolsResult
 
 
@@ -1407,7 +1407,7 @@ class LoggingMessageNotification(msgspec.Struct, kw_only=True, tag_field="method
 
     method: ClassVar[str] = "notifications/message"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: LoggingMessageNotificationParams
 
 
@@ -1454,11 +1454,11 @@ class MissingRequiredClientCapabilityError(msgspec.Struct, kw_only=True):
 
     error: MissingRequiredClientCapabilityErrorError
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class MissingRequiredClientCapabilityErrorError(msgspec.Struct, kw_only=True):
-    """``MissingRequiredClientCapabilityErrorError`` (hoisted object)."""
+    """The `error` member of `MissingRequiredClientCapabilityError`."""
 
     code: Literal[-32021] = -32021
     data: MissingRequiredClientCapabilityErrorErrorData
@@ -1468,7 +1468,7 @@ class MissingRequiredClientCapabilityErrorError(msgspec.Struct, kw_only=True):
 
 
 class MissingRequiredClientCapabilityErrorErrorData(msgspec.Struct, kw_only=True):
-    """``MissingRequiredClientCapabilityErrorErrorData`` (hoisted object)."""
+    """The `data` member of `MissingRequiredClientCapabilityErrorError`."""
 
     #: The capabilities the server requires from the client to process this request.
     required_capabilities: ClientCapabilities = msgspec.field(name="requiredCapabilities")
@@ -1535,7 +1535,7 @@ class ModelPreferences(msgspec.Struct, kw_only=True):
 
 
 class MultiSelectEnumSchema(msgspec.Struct, kw_only=True):
-    """``MultiSelectEnumSchema`` (merged object)."""
+    """`MultiSelectEnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["array"]
 
@@ -1568,7 +1568,7 @@ _MultiSelectEnumSchema_MEMBERS: Final = (
 
 
 class Notification(msgspec.Struct, kw_only=True):
-    """``Notification`` (definition object)."""
+    """`Notification`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -1581,7 +1581,7 @@ class NotificationParams(msgspec.Struct, kw_only=True):
 
 
 class NumberSchema(msgspec.Struct, kw_only=True):
-    """``NumberSchema`` (definition object)."""
+    """`NumberSchema`, as the schema defines it (it has no description)."""
 
     default: int | float | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -1592,10 +1592,10 @@ class NumberSchema(msgspec.Struct, kw_only=True):
 
 
 class PaginatedRequest(msgspec.Struct, kw_only=True):
-    """``PaginatedRequest`` (definition object)."""
+    """`PaginatedRequest`, as the schema defines it (it has no description)."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     method: str
     params: PaginatedRequestParams
 
@@ -1611,7 +1611,7 @@ class PaginatedRequestParams(msgspec.Struct, kw_only=True):
 
 
 class PaginatedResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
-    """``PaginatedResult`` (definition object)."""
+    """`PaginatedResult`, as the schema defines it (it has no description)."""
 
     result_type: ClassVar[str] = "complete"
 
@@ -1691,7 +1691,7 @@ class ProgressNotification(msgspec.Struct, kw_only=True, tag_field="method", tag
 
     method: ClassVar[str] = "notifications/progress"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ProgressNotificationParams
 
 
@@ -1773,7 +1773,7 @@ class PromptListChangedNotification(msgspec.Struct, kw_only=True, tag_field="met
 
     method: ClassVar[str] = "notifications/prompts/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -1812,7 +1812,7 @@ class ReadResourceRequest(msgspec.Struct, kw_only=True, tag_field="method", tag=
     method: ClassVar[str] = "resources/read"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ReadResourceRequestParams
 
 
@@ -1862,12 +1862,12 @@ class ReadResourceResultResponse(msgspec.Struct, kw_only=True):
     """A successful response from the server for a `ReadResourceRequest` (resources/read) request."""
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: InputRequiredResult | ReadResourceResult
 
 
 class Request(msgspec.Struct, kw_only=True):
-    """``Request`` (definition object)."""
+    """`Request`, as the schema defines it (it has no description)."""
 
     method: str
     params: dict[str, Any] | UnsetType = UNSET
@@ -1996,7 +1996,7 @@ class ResourceListChangedNotification(msgspec.Struct, kw_only=True, tag_field="m
 
     method: ClassVar[str] = "notifications/resources/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -2065,7 +2065,7 @@ class ResourceUpdatedNotification(msgspec.Struct, kw_only=True, tag_field="metho
 
     method: ClassVar[str] = "notifications/resources/updated"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: ResourceUpdatedNotificationParams
 
 
@@ -2157,7 +2157,7 @@ class ServerCapabilitiesTools(msgspec.Struct, kw_only=True):
 
 
 class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
-    """``SingleSelectEnumSchema`` (merged object)."""
+    """`SingleSelectEnumSchema`, as the schema defines it (it has no description)."""
 
     type: Literal["string"]
 
@@ -2187,7 +2187,7 @@ _SingleSelectEnumSchema_MEMBERS: Final = (
 
 
 class StringSchema(msgspec.Struct, kw_only=True, tag_field="type", tag="string"):
-    """``StringSchema`` (definition object)."""
+    """`StringSchema`, as the schema defines it (it has no description)."""
 
     type: ClassVar[str] = "string"
 
@@ -2238,7 +2238,7 @@ class SubscriptionsAcknowledgedNotification(msgspec.Struct, kw_only=True, tag_fi
 
     method: ClassVar[str] = "notifications/subscriptions/acknowledged"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: SubscriptionsAcknowledgedNotificationParams
 
 
@@ -2264,7 +2264,7 @@ class SubscriptionsListenRequest(msgspec.Struct, kw_only=True, tag_field="method
     method: ClassVar[str] = "subscriptions/listen"
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: SubscriptionsListenRequestParams
 
 
@@ -2300,7 +2300,7 @@ class SubscriptionsListenResultResponse(msgspec.Struct, kw_only=True):
     """
 
     id: RequestId
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     result: SubscriptionsListenResult
 
 
@@ -2346,7 +2346,7 @@ _TextOrBlobResourceContents_MEMBERS: Final = (
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True):
-    """``TextResourceContents`` (definition object)."""
+    """`TextResourceContents`, as the schema defines it (it has no description)."""
 
     meta: MetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
@@ -2392,7 +2392,7 @@ class TitledMultiSelectEnumSchemaItems(msgspec.Struct, kw_only=True):
 
 
 class TitledMultiSelectEnumSchemaItemsAnyOfItem(msgspec.Struct, kw_only=True):
-    """``TitledMultiSelectEnumSchemaItemsAnyOfItem`` (hoisted object)."""
+    """The `anyOfItem` member of `TitledMultiSelectEnumSchemaItems`."""
 
     #: The constant enum value.
     const: str
@@ -2420,7 +2420,7 @@ class TitledSingleSelectEnumSchema(msgspec.Struct, kw_only=True, tag_field="type
 
 
 class TitledSingleSelectEnumSchemaOneOfItem(msgspec.Struct, kw_only=True):
-    """``TitledSingleSelectEnumSchemaOneOfItem`` (hoisted object)."""
+    """The `oneOfItem` member of `TitledSingleSelectEnumSchema`."""
 
     #: The enum value.
     const: str
@@ -2549,7 +2549,7 @@ class ToolListChangedNotification(msgspec.Struct, kw_only=True, tag_field="metho
 
     method: ClassVar[str] = "notifications/tools/list_changed"
 
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
     params: NotificationParams | UnsetType = UNSET
 
 
@@ -2617,11 +2617,11 @@ class UnsupportedProtocolVersionError(msgspec.Struct, kw_only=True):
 
     error: UnsupportedProtocolVersionErrorError
     id: str | int | None | UnsetType = UNSET
-    jsonrpc: Literal["2.0"] = "2.0"
+    jsonrpc: Literal["2.0"] = JSONRPC_VERSION
 
 
 class UnsupportedProtocolVersionErrorError(msgspec.Struct, kw_only=True):
-    """``UnsupportedProtocolVersionErrorError`` (hoisted object)."""
+    """The `error` member of `UnsupportedProtocolVersionError`."""
 
     code: Literal[-32022] = -32022
     data: UnsupportedProtocolVersionErrorErrorData
@@ -2631,7 +2631,7 @@ class UnsupportedProtocolVersionErrorError(msgspec.Struct, kw_only=True):
 
 
 class UnsupportedProtocolVersionErrorErrorData(msgspec.Struct, kw_only=True):
-    """``UnsupportedProtocolVersionErrorErrorData`` (hoisted object)."""
+    """The `data` member of `UnsupportedProtocolVersionErrorError`."""
 
     #: The protocol version that was requested by the client.
     requested: str
@@ -2693,9 +2693,6 @@ class UntitledSingleSelectEnumSchema(msgspec.Struct, kw_only=True, tag_field="ty
 
 
 # Type aliases: unions, primitives and open objects, each after what it uses.
-
-#: The params of `ClientNotification`, which the schema names `CancelledNotificationParams`.
-ClientNotificationParams: TypeAlias = CancelledNotificationParams
 
 #: Decoding: tagged.
 ClientRequest: TypeAlias = Union[DiscoverRequest, ListResourcesRequest, ListResourceTemplatesRequest, ReadResourceRequest, SubscriptionsListenRequest, ListPromptsRequest, GetPromptRequest, ListToolsRequest, CallToolRequest, CompleteRequest]
@@ -2854,7 +2851,7 @@ SERVER_REQUESTS: Final[Mapping[str, type[msgspec.Struct]]] = MappingProxyType(
 #: Notifications the client sends, by method.
 CLIENT_NOTIFICATIONS: Final[Mapping[str, type[msgspec.Struct]]] = MappingProxyType(
     {
-        "notifications/cancelled": ClientNotification,
+        "notifications/cancelled": CancelledNotification,
     }
 )
 #: Notifications the server sends, by method.

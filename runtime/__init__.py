@@ -4,21 +4,135 @@
 the one exception bad wire input raises, with the JSON-RPC error code, JSON path and
 reason; :class:`ResultResponse` and :class:`ErrorResponse` are the JSON-RPC response
 envelopes.
+
+The sans-IO sessions (:class:`ServerSession`, :class:`ClientSession`), their events
+(``RequestReceived``, ``ProtocolViolation``, ...), the :class:`Rule` table and the
+local-misuse exceptions are imported on first use, so that importing a revision module
+(which imports the codec, hence this package) stays cheap.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .codec import Codec, Message
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
+if TYPE_CHECKING:
+    from .events import (
+        ErrorReceived,
+        Event,
+        NegotiationFailed,
+        NotificationReceived,
+        Outgoing,
+        ProgressReceived,
+        ProtocolViolation,
+        RequestCancelled,
+        RequestReceived,
+        ResponseReceived,
+        SessionReady,
+    )
+    from .misuse import (
+        CapabilityError,
+        LocalProtocolError,
+        NegotiationError,
+        ProgressError,
+        RequestIdError,
+        RevisionError,
+        SessionClosed,
+        StateError,
+        SubscriptionError,
+    )
+    from .rules import RULES, Rule
+    from .session import ClientSession, ServerSession
+    from .state import Phase
+
+#: Lazily imported names, by the submodule that defines them.
+_LAZY = {
+    "ClientSession": "session",
+    "ServerSession": "session",
+    "Phase": "state",
+    "Rule": "rules",
+    "RULES": "rules",
+    **dict.fromkeys(
+        [
+            "ErrorReceived",
+            "Event",
+            "NegotiationFailed",
+            "NotificationReceived",
+            "Outgoing",
+            "ProgressReceived",
+            "ProtocolViolation",
+            "RequestCancelled",
+            "RequestReceived",
+            "ResponseReceived",
+            "SessionReady",
+        ],
+        "events",
+    ),
+    **dict.fromkeys(
+        [
+            "CapabilityError",
+            "LocalProtocolError",
+            "NegotiationError",
+            "ProgressError",
+            "RequestIdError",
+            "RevisionError",
+            "SessionClosed",
+            "StateError",
+            "SubscriptionError",
+        ],
+        "misuse",
+    ),
+}
+
 __all__ = [
+    "RULES",
+    "CapabilityError",
+    "ClientSession",
     "Codec",
     "ErrorCode",
     "ErrorObject",
+    "ErrorReceived",
     "ErrorResponse",
+    "Event",
     "InvalidMessage",
+    "LocalProtocolError",
     "Message",
+    "NegotiationError",
+    "NegotiationFailed",
+    "NotificationReceived",
+    "Outgoing",
+    "Phase",
+    "ProgressError",
+    "ProgressReceived",
+    "ProtocolViolation",
+    "RequestCancelled",
     "RequestId",
+    "RequestIdError",
+    "RequestReceived",
+    "ResponseReceived",
     "ResultResponse",
+    "RevisionError",
+    "Rule",
+    "ServerSession",
+    "SessionClosed",
+    "SessionReady",
+    "StateError",
+    "SubscriptionError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

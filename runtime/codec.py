@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast,
 import msgspec
 from msgspec import UNSET
 
-from .envelope import AnyResponse, ErrorResponse, IdProbe, ResultResponse
+from .envelope import JSONRPC_VERSION, AnyResponse, ErrorResponse, IdProbe, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ T = TypeVar("T")
 #: Struct, or a response envelope.
 Message: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
-#: How messages of the common encoders begin (compact, and Python's ``json.dumps``).
-_STANDARD_STARTS = (b'{"jsonrpc":"2.0"', b'{"jsonrpc": "2.0"')
 #: From this size on, a message whose start mentions "result" is tried as a response first.
 _LARGE = 4096
 _MISSING_RESULT_TYPE = "missing required field `resultType`"
@@ -137,9 +135,9 @@ class Codec:
             message: msgspec.Struct = self._messages().decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
-        # ``jsonrpc`` fills itself in when absent, so its presence is checked here: every
-        # common encoder writes it first; any other message takes the classifier's path.
-        if not data.startswith(_STANDARD_STARTS):
+        # ``jsonrpc`` fills itself in when absent, with an object of its own: the
+        # classifier says what is wrong with a message that lacked it.
+        if getattr(message, "jsonrpc", None) is JSONRPC_VERSION:
             return None
         # A notification method sent with an id is a request for an unknown method.
         if type(message) in self._notification_types and (

@@ -7,14 +7,19 @@ knows the method it answers, types it with ``codec.decode_result(method, result)
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["ErrorObject", "ErrorResponse", "RequestId", "ResultResponse"]
+__all__ = ["JSONRPC_VERSION", "ErrorObject", "ErrorResponse", "RequestId", "ResultResponse"]
 
 RequestId: TypeAlias = int | str
+
+#: The default of every generated ``jsonrpc`` field: ``"2.0"``, as a string object of its
+#: own. A decoded ``"2.0"`` is never this object, so a decoded message whose ``jsonrpc``
+#: *is* it lacked the member on the wire, which the codec reports (-32600).
+JSONRPC_VERSION: Final = cast(Literal["2.0"], "".join(("2.", "0")))
 
 
 class ErrorObject(msgspec.Struct, kw_only=True):

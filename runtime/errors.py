@@ -62,4 +62,7 @@ _MESSAGES = {
     ErrorCode.METHOD_NOT_FOUND: "Method not found",
     ErrorCode.INVALID_PARAMS: "Invalid params",
     ErrorCode.INTERNAL_ERROR: "Internal error",
+    ErrorCode.HEADER_MISMATCH: "Header mismatch",
+    ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: "Missing required client capability",
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
 }

@@ -1,0 +1,228 @@
+"""The pending table and cancellation, in every revision.
+
+Ids are unique among outstanding requests; a response is typed by the method its id
+was sent with; unknown and duplicate ids are violations; a cancelled request is dropped
+by its receiver, never answered, and its late response is ignored; ``initialize``
+cannot be cancelled.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcpspec.runtime import (
+    ErrorObject,
+    ErrorReceived,
+    ErrorResponse,
+    ProtocolViolation,
+    RequestCancelled,
+    RequestIdError,
+    RequestReceived,
+    ResponseReceived,
+    ResultResponse,
+    RevisionError,
+    Rule,
+    ServerSession,
+    StateError,
+)
+from mcpspec.runtime.session import ClientSession
+
+from .session_kit import (
+    HANDSHAKE,
+    REVISIONS,
+    connect,
+    only,
+    tools_call,
+    tools_call_result,
+    wire,
+)
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_outgoing_ids_are_unique_among_outstanding(revision: str) -> None:
+    client, server = connect(revision)
+    data = client.send(tools_call(client, 42))
+    with pytest.raises(RequestIdError) as info:
+        client.send(tools_call(client, 42))
+    assert info.value.rule is Rule.DUPLICATE_REQUEST_ID
+    assert client.outstanding == {42}
+    server.receive(data)
+    client.receive(server.send(ResultResponse(id=42, result=tools_call_result(server))))
+    # Answered: the id may be used again.
+    assert client.outstanding == frozenset()
+    client.send(tools_call(client, 42))
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_incoming_duplicate_id_is_a_violation_without_answer(revision: str) -> None:
+    client, server = connect(revision)
+    data = client.send(tools_call(client, "dup"))
+    only(server.receive(data), RequestReceived)
+    violation = only(server.receive(data), ProtocolViolation)
+    assert violation.rule is Rule.DUPLICATE_REQUEST_ID and violation.error.code == -32600
+    assert violation.response is None
+    # The first request is still answerable, once.
+    answer = server.send(ResultResponse(id="dup", result=tools_call_result(server, "first")))
+    response = only(client.receive(answer), ResponseReceived)
+    assert response.result.content[0].text == "first"
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_response_is_typed_by_the_method_of_its_id(revision: str) -> None:
+    client, server = connect(revision)
+    t = client.types
+    list_request = (
+        t.ListToolsRequest(id=1)
+        if revision != "2026-07-28"
+        else t.ListToolsRequest(id=1, params=t.PaginatedRequestParams())
+    )
+    server.receive(client.send(list_request))
+    server.receive(client.send(tools_call(client, 2)))
+    st = server.types
+    if revision == "2026-07-28":
+        listing = st.ListToolsResult(tools=[], ttl_ms=0, cache_scope="public")
+    else:
+        listing = st.ListToolsResult(tools=[])
+    # Answer out of order: each response is typed by its own id's method.
+    second = only(client.receive(server.answer(2, tools_call_result(server))), ResponseReceived)
+    first = only(client.receive(server.answer(1, listing)), ResponseReceived)
+    assert (first.method, type(first.result).__name__) == ("tools/list", "ListToolsResult")
+    assert (second.method, type(second.result).__name__) == ("tools/call", "CallToolResult")
+    assert second.request.method == "tools/call"
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_result_not_matching_its_method_is_a_violation(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 3)))
+    bogus = wire({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}})  # no `content`
+    violation = only(client.receive(bogus), ProtocolViolation)
+    assert violation.rule is Rule.INVALID_RESULT and violation.error.code == -32602
+    assert violation.path.startswith("$.result") and violation.response is None
+    assert client.outstanding == frozenset()
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("kind", ["result", "error"])
+def test_unknown_and_duplicate_response_ids(revision: str, kind: str) -> None:
+    client, server = connect(revision)
+    body = (
+        {"result": {"content": []}} if kind == "result" else {"error": {"code": 1, "message": "x"}}
+    )
+    unknown = only(client.receive(wire({"jsonrpc": "2.0", "id": 99, **body})), ProtocolViolation)
+    assert unknown.rule is Rule.UNKNOWN_RESPONSE_ID and unknown.response is None
+    server.receive(client.send(tools_call(client, 5)))
+    answer = wire({"jsonrpc": "2.0", "id": 5, **body})
+    first = client.receive(answer)
+    assert isinstance(first[0], (ResponseReceived, ErrorReceived))
+    again = only(client.receive(answer), ProtocolViolation)
+    assert again.rule is Rule.UNKNOWN_RESPONSE_ID
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_answering_unknown_or_answered_ids_raises(revision: str) -> None:
+    client, server = connect(revision)
+    with pytest.raises(RequestIdError) as info:
+        server.send(ResultResponse(id=77, result=tools_call_result(server)))
+    assert info.value.rule is Rule.UNKNOWN_RESPONSE_ID
+    server.receive(client.send(tools_call(client, 8)))
+    server.send(ResultResponse(id=8, result=tools_call_result(server)))
+    with pytest.raises(RequestIdError):
+        server.send(ErrorResponse(id=8, error=ErrorObject(code=-32603, message="x")))
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_result_type_and_revision_are_checked_on_send(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 9)))
+    with pytest.raises(RevisionError) as wrong_type:
+        server.send(ResultResponse(id=9, result=server.types.TextContent(text="no")))
+    assert wrong_type.value.rule is Rule.INVALID_RESULT
+    other = "2025-06-18" if revision != "2025-06-18" else "2025-11-25"
+    foreign = ClientSession(mode=other).types
+    with pytest.raises(RevisionError) as wrong_revision:
+        client.send(foreign.CallToolRequest(id=10, params=foreign.CallToolRequestParams(name="x")))
+    assert wrong_revision.value.rule is Rule.WRONG_REVISION
+    assert client.outstanding == {9}  # the refused request was not recorded
+
+
+# -- cancellation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_cancelled_request_is_dropped_and_never_answered(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 11)))
+    events = server.receive(client.cancel(11, "user"))
+    cancelled = only(events, RequestCancelled)
+    assert cancelled.active and cancelled.request_id == 11 and cancelled.reason == "user"
+    assert 11 not in server.unanswered
+    # The receiver sends no response: an answer now writes nothing.
+    assert server.send(ResultResponse(id=11, result=tools_call_result(server))) == b""
+    assert server.send(ErrorResponse(id=11, error=ErrorObject(code=-32603, message="x"))) == b""
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_response_after_cancellation_is_ignored(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 12)))
+    answer = server.send(ResultResponse(id=12, result=tools_call_result(server)))
+    cancel = client.cancel(12)
+    assert client.receive(answer) == []  # crossed the cancellation: ignored
+    late = only(server.receive(cancel), RequestCancelled)
+    assert not late.active  # referred to nothing outstanding any more
+    assert only(client.receive(answer), ProtocolViolation).rule is Rule.UNKNOWN_RESPONSE_ID
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_cancel_of_unknown_request_raises_locally(revision: str) -> None:
+    client, _ = connect(revision)
+    with pytest.raises(RequestIdError):
+        client.cancel(404)
+
+
+@pytest.mark.parametrize("revision", HANDSHAKE)
+def test_initialize_cannot_be_cancelled(revision: str) -> None:
+    server = ServerSession()
+    client = ClientSession(mode=revision)
+    server.receive(client.start())
+    with pytest.raises(StateError) as info:
+        client.cancel(1)
+    assert info.value.rule is Rule.CANCEL_INITIALIZE
+    cancel = wire(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
+    violation = only(server.receive(cancel), ProtocolViolation)
+    assert violation.rule is Rule.CANCEL_INITIALIZE and violation.response is None
+    # initialize is still pending and answerable.
+    assert json.loads(server.answer(1, server.initialize_result()))["id"] == 1
+
+
+def test_stateless_server_cancels_only_listen_requests() -> None:
+    client, server = connect("2026-07-28")
+    server.receive(client.send(tools_call(client, 13)))
+    with pytest.raises(StateError) as info:
+        server.cancel(13)
+    assert info.value.rule is Rule.CANCEL_NOT_LISTEN
+    bogus = wire(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 13}}
+    )
+    violation = only(client.receive(bogus), ProtocolViolation)
+    assert violation.rule is Rule.CANCEL_NOT_LISTEN
+    # The request is still outstanding and answered normally.
+    only(client.receive(server.answer(13, tools_call_result(server))), ResponseReceived)
+
+
+@pytest.mark.parametrize("revision", HANDSHAKE)
+def test_server_can_cancel_its_own_requests(revision: str) -> None:
+    client, server = connect(revision)
+    t = server.types
+    data = server.send(t.ListRootsRequest(id=21))
+    only(client.receive(data), RequestReceived)
+    cancelled = only(client.receive(server.cancel(21)), RequestCancelled)
+    assert cancelled.active and 21 not in client.unanswered
+    assert client.send(ResultResponse(id=21, result=client.types.ListRootsResult(roots=[]))) == b""
+    error = ErrorResponse(id=21, error=ErrorObject(code=-32603, message="late"))
+    assert server.receive(wire(error)) == []

@@ -421,7 +421,7 @@ class _Builder:
                 tuple(
                     (f.wire, f.type.values)
                     for f in self.struct_fields_with_tag(arm)
-                    if f.type.kind == "literal" and len(f.type.values) == 1
+                    if f.type.kind == "literal"
                 ),
                 tuple(
                     (f.wire, kinds)
@@ -573,4 +573,6 @@ def build_module(revision: str, schema: dict[str, Any]) -> Module:
         builder.ensure(name)
     builder.tables()
     builder.module.batches = "JSONRPCBatchRequest" in builder.defs
+    error = builder.defs.get("JSONRPCErrorResponse") or builder.defs["JSONRPCError"]
+    builder.module.error_id_required = "id" in error.get("required", [])
     return builder.module

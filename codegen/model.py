@@ -57,7 +57,8 @@ class Field:
 
 @dataclass(frozen=True)
 class Arm:
-    """One member of a merged union: the wire fields it requires and the constants it fixes."""
+    """One member of a merged union: the wire fields it requires and the constants (or
+    enumerations) it restricts them to."""
 
     name: str
     required: tuple[str, ...]
@@ -112,6 +113,8 @@ class Module:
     input_requests: dict[str, str] = field(default_factory=dict)
     #: Whether the revision allows JSON-RPC batches (2025-03-26).
     batches: bool = False
+    #: Whether an error response must carry ``id`` (optional from 2025-11-25 on).
+    error_id_required: bool = True
     errata_applied: int = 0
     normalised: int = 0
     definitions: int = 0

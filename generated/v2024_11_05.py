@@ -1453,4 +1453,5 @@ codec: Final = Codec(
         "ServerResult": (ServerResult, "keyed"),
     },
     batches=False,
+    error_id_required=True,
 )

@@ -1486,4 +1486,5 @@ codec: Final = Codec(
         "ServerResult": (ServerResult, "keyed"),
     },
     batches=True,
+    error_id_required=True,
 )

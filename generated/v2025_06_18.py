@@ -1028,8 +1028,8 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
-    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)),), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
-    Member("NumberSchema", required=(("type", "type"),), constants=(), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
+    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)), ("format", "format", ("date", "date-time", "email", "uri"))), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
+    Member("NumberSchema", required=(("type", "type"),), constants=(("type", "type", ("integer", "number")),), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
     Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=(("default", "default", ("bool",)),)),
     Member("EnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
 )
@@ -1792,4 +1792,5 @@ codec: Final = Codec(
         "ServerResult": (ServerResult, "keyed"),
     },
     batches=False,
+    error_id_required=True,
 )

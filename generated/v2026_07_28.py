@@ -1675,8 +1675,8 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
-    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)),), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
-    Member("NumberSchema", required=(("type", "type"),), constants=(), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
+    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)), ("format", "format", ("date", "date-time", "email", "uri"))), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
+    Member("NumberSchema", required=(("type", "type"),), constants=(("type", "type", ("integer", "number")),), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
     Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=()),
     Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
     Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
@@ -2916,4 +2916,5 @@ codec: Final = Codec(
         "ServerResult": (ServerResult, "keyed"),
     },
     batches=False,
+    error_id_required=False,
 )

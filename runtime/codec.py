@@ -66,6 +66,7 @@ class Codec:
         task_results: Mapping[str, Any],
         owned_unions: Mapping[str, tuple[Any, Literal["keyed", "classified"]]],
         batches: bool,
+        error_id_required: bool = True,
     ) -> None:
         self.revision = revision
         self.client_requests = client_requests
@@ -76,6 +77,7 @@ class Codec:
         self.results = results
         self.task_results = task_results
         self.batches = batches
+        self.error_id_required = error_id_required
         self.requests: dict[str, type[msgspec.Struct]] = {**client_requests, **server_requests}
         self.notifications: dict[str, type[msgspec.Struct]] = {
             **client_notifications,
@@ -156,7 +158,12 @@ class Codec:
     def _checked_response(self, r: AnyResponse) -> ResultResponse | ErrorResponse | None:
         if r.result is not UNSET and r.error is UNSET and r.id is not UNSET and r.id is not None:
             return ResultResponse(id=r.id, result=r.result)
-        if r.error is not UNSET and r.result is UNSET and r.id is not UNSET:
+        # From 2025-11-25 on an error response may leave out an id it does not know.
+        if (
+            r.error is not UNSET
+            and r.result is UNSET
+            and (r.id is not UNSET or not self.error_id_required)
+        ):
             return ErrorResponse(id=r.id, error=r.error)
         return None
 
@@ -266,7 +273,7 @@ class Codec:
             raise invalid(
                 ErrorCode.INVALID_REQUEST, "$", "a response has result or error, not both"
             )
-        if "id" not in obj:
+        if "id" not in obj and ("result" in obj or self.error_id_required):
             raise invalid(ErrorCode.INVALID_REQUEST, "$.id", "a response needs the request's id")
         if "result" in obj and obj["id"] is None:
             raise invalid(ErrorCode.INVALID_REQUEST, "$.id", "a result's id is never null")

@@ -43,9 +43,10 @@ class ResultResponse(msgspec.Struct, kw_only=True):
 
 
 class ErrorResponse(msgspec.Struct, kw_only=True):
-    """An error response; ``id`` is ``None`` when the request's id could not be read."""
+    """An error response; ``id`` is ``None`` when the request's id could not be read
+    (``UNSET`` when a 2025-11-25 or later peer left it out)."""
 
-    id: RequestId | None
+    id: RequestId | UnsetType | None
     error: ErrorObject
     jsonrpc: Literal["2.0"] = "2.0"
 

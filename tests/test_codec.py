@@ -344,3 +344,22 @@ def test_large_responses_decode_whatever_the_member_order(rev: ModuleType) -> No
     with pytest.raises(InvalidMessage) as caught:
         rev.codec.decode(early.replace(b'"jsonrpc": "2.0"', b'"jsonrpc": "1.0"'))
     assert caught.value.path == "$.jsonrpc"
+
+
+def test_error_response_without_id_only_where_the_schema_allows(rev: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}'
+    if rev.REVISION >= "2025-11-25":  # JSONRPCErrorResponse.id became optional
+        response = rev.codec.decode(data)
+        assert isinstance(response, ErrorResponse) and response.id is msgspec.UNSET
+        assert json.loads(rev.codec.encode(response)) == json.loads(data)  # still no id
+    else:
+        with pytest.raises(InvalidMessage, match="needs the request's id"):
+            rev.codec.decode(data)
+
+
+def test_merged_union_members_restrict_enumerations() -> None:
+    rev = MODULES["2025-11-25"]
+    with pytest.raises(InvalidMessage, match="NumberSchema \\(type is not 'integer' or 'number'"):
+        rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"string","minLength":true}')
+    number = rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"number","minimum":1.5}')
+    assert number.minimum == 1.5

@@ -12,12 +12,20 @@ method, -32602 params that fail the schema, each with the JSON path and the reas
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast, overload
 
 import msgspec
 from msgspec import UNSET
 
-from .envelope import JSONRPC_VERSION, AnyResponse, ErrorResponse, IdProbe, ResultResponse
+from .envelope import (
+    JSONRPC_VERSION,
+    AnyResponse,
+    Envelope,
+    ErrorResponse,
+    ResultResponse,
+    typed_response_type,
+)
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
@@ -31,8 +39,27 @@ T = TypeVar("T")
 #: Struct, or a response envelope.
 Message: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
-#: From this size on, a message whose start mentions "result" is tried as a response first.
-_LARGE = 4096
+_ID = b'"id"'
+#: How requests and notifications begin, as common encoders write them.
+_MESSAGE_STARTS = (b'{"method"', b'{"jsonrpc":"2.0","method"', b'{"jsonrpc": "2.0", "method"')
+#: How responses begin, as common encoders write them.
+_RESPONSE_STARTS = (b'{"result"', b'{"error"', b'{"id"', b'{"jsonrpc":"2.0","result"')
+#: ``{"jsonrpc":"2.0","id":<id>,"method"``: a request whose method follows its id.
+_METHOD_AFTER_ID = re.compile(rb'\{"jsonrpc": ?"2\.0", ?"id": ?(?:-?\d+|"[^"\\]*"), ?"method"')
+
+
+def _looks_like_message(data: bytes) -> bool:
+    """Whether the first members say "request or notification" (a guess: a wrong one
+    costs a pass, never a wrong result)."""
+    return data.startswith(_MESSAGE_STARTS) or (
+        not data.startswith(_RESPONSE_STARTS) and _METHOD_AFTER_ID.match(data) is not None
+    )
+
+
+def _typed_response_decoder(result_type: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(typed_response_type(result_type))
+
+
 _MISSING_RESULT_TYPE = "missing required field `resultType`"
 
 
@@ -88,7 +115,8 @@ class Codec:
         self._result_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
         self._message_decoder: msgspec.json.Decoder[Any] | None = None
         self._response_decoder = msgspec.json.Decoder(AnyResponse)
-        self._id_probe = msgspec.json.Decoder(IdProbe)
+        self._envelope_decoder = msgspec.json.Decoder(Envelope)
+        self._response_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
         self._notification_types = frozenset(self.notifications.values())
         self._encoder = msgspec.json.Encoder()
 
@@ -116,46 +144,76 @@ class Codec:
         """
         if isinstance(data, str):
             data = data.encode()
-        # Large messages are mostly responses: when "result" shows near the start, try the
-        # response envelope first and spare a pass over the whole result.
-        if len(data) > _LARGE and data.find(b'"result"', 0, 96) != -1:
-            response = self._fast_response(data)
-            if response is not None:
-                return response
-        else:
+        # Where the first members say "request or notification", one typed pass decodes
+        # it. Otherwise one pass over the envelope (members skipped, not built) tells a
+        # response from a message; a response's result waits for ``decode_result``.
+        tried = _looks_like_message(data)
+        if tried:
             message = self._fast_message(data)
             if message is not None:
                 return message
-            response = self._fast_response(data)
+        try:
+            envelope = self._envelope_decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return self._classify(data)
+        if envelope.method is UNSET:
+            response = self._checked_response(envelope)
             if response is not None:
                 return response
+        elif not tried:
+            message = self._fast_message(data)
+            if message is not None:
+                return message
         return self._classify(data)
 
     def _fast_message(self, data: bytes) -> Message | None:
         """A request or notification in one msgspec pass, or ``None`` to classify."""
+        decoder = self._message_decoder or self._messages()
         try:
-            message: msgspec.Struct = self._messages().decode(data)
+            message: msgspec.Struct = decoder.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         # ``jsonrpc`` fills itself in when absent, with an object of its own: the
         # classifier says what is wrong with a message that lacked it.
         if getattr(message, "jsonrpc", None) is JSONRPC_VERSION:
             return None
-        # A notification method sent with an id is a request for an unknown method.
-        if type(message) in self._notification_types and (
-            self._id_probe.decode(data).id is not UNSET
-        ):
+        # A notification method sent with an id is a request for an unknown method; the
+        # classifier looks closer when "id" shows anywhere (rare in notifications).
+        if type(message) in self._notification_types and _ID in data:
             return None
         return message
 
-    def _fast_response(self, data: bytes) -> ResultResponse | ErrorResponse | None:
+    def decode_response(
+        self, data: bytes | str, method: str, *, task: bool = False
+    ) -> Message | list[Message | InvalidMessage]:
+        """A message expected to answer a ``method`` request, its result typed in the same
+        pass: a :class:`ResultResponse` whose ``result`` is the method's result type (as
+        :meth:`decode_result` gives it), or an :class:`ErrorResponse`. Anything else
+        decodes as :meth:`decode` does. The caller checks the id against the request.
+        """
+        if isinstance(data, str):
+            data = data.encode()
+        if _looks_like_message(data):
+            return self.decode(data)
+        decoder = self._response_decoders.get((method, task))
+        if decoder is None:
+            decoder = self._response_decoders[(method, task)] = _typed_response_decoder(
+                self.result_type(method, task=task)
+            )
         try:
-            response = self._response_decoder.decode(data)
+            response = decoder.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return None
-        return self._checked_response(response)
+            response = None
+        if response is not None:
+            checked = self._checked_response(response)
+            if checked is not None:
+                return checked
+        message = self.decode(data)
+        if isinstance(message, ResultResponse):
+            message.result = self.decode_result(method, message.result, task=task)
+        return message
 
-    def _checked_response(self, r: AnyResponse) -> ResultResponse | ErrorResponse | None:
+    def _checked_response(self, r: Any) -> ResultResponse | ErrorResponse | None:
         if r.result is not UNSET and r.error is UNSET and r.id is not UNSET and r.id is not None:
             return ResultResponse(id=r.id, result=r.result)
         # From 2025-11-25 on an error response may leave out an id it does not know.

@@ -60,7 +60,19 @@ class AnyResponse(msgspec.Struct, kw_only=True):
     error: ErrorObject | UnsetType = UNSET
 
 
-class IdProbe(msgspec.Struct):
-    """Reads only a message's top-level ``id`` (absent: ``UNSET``)."""
+class Envelope(AnyResponse, kw_only=True):
+    """A message's members with every value skipped: tells a response (no ``method``)
+    from a request or notification in one pass."""
 
-    id: Any = UNSET
+    method: Any = UNSET
+
+
+def typed_response_type(result_type: Any) -> type[msgspec.Struct]:
+    """An :class:`AnyResponse` whose ``result`` is ``result_type``: a response decoded and
+    typed in one pass."""
+    return msgspec.defstruct(
+        "TypedResponse",
+        [("result", result_type | UnsetType, UNSET)],
+        bases=(AnyResponse,),
+        kw_only=True,
+    )

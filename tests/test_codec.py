@@ -363,3 +363,36 @@ def test_merged_union_members_restrict_enumerations() -> None:
         rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"string","minLength":true}')
     number = rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"number","minimum":1.5}')
     assert number.minimum == 1.5
+
+
+def test_decode_response_types_the_result_in_one_pass(rev: ModuleType) -> None:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": "hi"}], "isError": False}
+    if rev.REVISION == "2026-07-28":
+        result["resultType"] = "complete"
+    for data in (
+        json.dumps({"jsonrpc": "2.0", "id": 4, "result": result}).encode(),
+        json.dumps({"result": result, "jsonrpc": "2.0", "id": 4}).encode(),
+    ):
+        response = rev.codec.decode_response(data, "tools/call")
+        assert isinstance(response, ResultResponse) and response.id == 4
+        assert isinstance(response.result, rev.CallToolResult)
+        assert response.result.content[0].text == "hi"
+    error = b'{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad"}}'
+    assert isinstance(rev.codec.decode_response(error, "tools/call"), ErrorResponse)
+    # A result that does not fit the method is the codec's error, with its path.
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode_response(b'{"jsonrpc":"2.0","id":4,"result":{"content":7}}', "tools/call")
+    assert caught.value.path == "$.result.content"
+    # Not a response at all: decoded as decode() does.
+    data = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    assert rev.codec.decode_response(data, "tools/call").method == "tools/list"
+    with pytest.raises(KeyError, match="no result type for 'no/such'"):
+        rev.codec.decode_response(error, "no/such")
+
+
+def test_legacy_result_without_result_type_in_one_pass() -> None:
+    rev = MODULES["2026-07-28"]
+    response = rev.codec.decode_response(
+        b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', "tools/call"
+    )
+    assert isinstance(response.result, rev.CallToolResult)

@@ -70,9 +70,10 @@ def normalise_wire_form(schema: dict[str, Any]) -> int:
 
     Up to 2025-06-18 the request and notification definitions describe only ``method`` and
     ``params``; ``id`` and ``jsonrpc`` live in ``JSONRPCRequest``, and ``params._meta``
-    (``progressToken``) only in the generic ``Request``/``Notification``. Later revisions
-    define the complete message. Adding both here gives every revision the same message
-    types (``CallToolRequest(id=1, params=...)`` is a whole wire message everywhere, and
+    (``progressToken``) only in the generic ``Request``/``Notification``; a few inline
+    params of 2025-11-25 (``tasks/get``, ...) omit the ``_meta`` of ``RequestParams``.
+    Adding both here gives every revision the same message types
+    (``CallToolRequest(id=1, params=...)`` is a whole wire message everywhere, and
     ``params.meta`` keeps the progress token). Edits ``schema`` in place and returns how
     many definitions it changed.
     """
@@ -87,7 +88,7 @@ def normalise_wire_form(schema: dict[str, Any]) -> int:
         ("ClientNotification", {"jsonrpc": jsonrpc}, "Notification"),
         ("ServerNotification", {"jsonrpc": jsonrpc}, "Notification"),
     ):
-        base_meta = _params_meta(defs.get(base, {}))
+        base_meta = _params_meta(defs, base)
         for name in _union_members(defs, union, key):
             node = defs[name]
             props = node.setdefault("properties", {})
@@ -107,7 +108,10 @@ def normalise_wire_form(schema: dict[str, Any]) -> int:
     return changed
 
 
-def _params_meta(base: dict[str, Any]) -> Any:
-    """The ``params._meta`` schema of the generic Request or Notification, if any."""
-    params = base.get("properties", {}).get("params", {})
-    return params.get("properties", {}).get("_meta")
+def _params_meta(defs: dict[str, Any], base: str) -> Any:
+    """The ``_meta`` schema every params of ``base`` (Request, Notification) inherits:
+    inline in ``Request.params`` up to 2025-06-18, ``RequestParams`` after."""
+    params = defs.get(base, {}).get("properties", {}).get("params", {})
+    inline = params.get("properties", {}).get("_meta")
+    named = defs.get(f"{base}Params", {}).get("properties", {}).get("_meta")
+    return inline if inline is not None else named

@@ -382,6 +382,9 @@ class CancelTaskRequestParams(msgspec.Struct, kw_only=True):
     #: The task identifier to cancel.
     task_id: str = msgspec.field(name="taskId")
 
+    #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
 
 class CancelTaskResult(msgspec.Struct, kw_only=True):
     """The response to a tasks/cancel request."""
@@ -837,6 +840,9 @@ class ElicitationCompleteNotificationParams(msgspec.Struct, kw_only=True):
     #: The ID of the elicitation that completed.
     elicitation_id: str = msgspec.field(name="elicitationId")
 
+    #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
 
 class EmbeddedResource(msgspec.Struct, kw_only=True, tag_field="type", tag="resource"):
     """
@@ -965,6 +971,9 @@ class GetTaskPayloadRequestParams(msgspec.Struct, kw_only=True):
     #: The task identifier to retrieve results for.
     task_id: str = msgspec.field(name="taskId")
 
+    #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
 
 class GetTaskRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="tasks/get"):
     """A request to retrieve the state of a task."""
@@ -981,6 +990,9 @@ class GetTaskRequestParams(msgspec.Struct, kw_only=True):
 
     #: The task identifier to query.
     task_id: str = msgspec.field(name="taskId")
+
+    #: See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class GetTaskResult(msgspec.Struct, kw_only=True):

@@ -21,6 +21,7 @@ from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
+    from .client import ClientSession
     from .events import (
         ErrorReceived,
         Event,
@@ -46,13 +47,13 @@ if TYPE_CHECKING:
         SubscriptionError,
     )
     from .rules import RULES, Rule
-    from .session import ClientSession, ServerSession
+    from .server import ServerSession
     from .state import Phase
 
 #: Lazily imported names, by the submodule that defines them.
 _LAZY = {
-    "ClientSession": "session",
-    "ServerSession": "session",
+    "ClientSession": "client",
+    "ServerSession": "server",
     "Phase": "state",
     "Rule": "rules",
     "RULES": "rules",

@@ -18,9 +18,11 @@ from msgspec import UNSET
 
 __all__ = [
     "CLIENT_PROVIDED",
+    "MODE_DEPENDENT",
     "SERVER_PROVIDED",
     "CapabilityGate",
     "as_json",
+    "defined_capabilities",
     "has_capability",
     "required_capability",
 ]
@@ -57,6 +59,10 @@ CLIENT_PROVIDED: Final[Mapping[str, Path]] = {
     "tasks/get": ("tasks",),
     "tasks/result": ("tasks",),
 }
+
+#: Requests whose needed capability depends on a params field other than ``task``
+#: (``mode: "url"`` needs ``elicitation.url``).
+MODE_DEPENDENT: Final = frozenset({"elicitation/create"})
 
 #: Task-augmented requests (``params.task`` set), by the capability they need.
 _TASK_AUGMENTED: Final[Mapping[str, Path]] = {
@@ -126,11 +132,12 @@ def defined_capabilities(capability_type: Any) -> frozenset[str]:
 
 
 class CapabilityGate:
-    """Which requests a capability set lets through, cached by method.
+    """Which requests a capability set lets through, by method.
 
-    ``missing(request)`` is the capability path the request needs and the set lacks, or
-    ``None``. Only a few requests depend on their params (a task-augmented request, URL
-    elicitation); every other answer is computed once per method.
+    ``static(method)`` is the capability path a plain request of ``method`` needs and
+    the set lacks, or ``None``; ``missing(request)`` the same for one request, which
+    differs only for a task-augmented request and a URL elicitation
+    (:data:`MODE_DEPENDENT`). Verdicts are computed once per method.
     """
 
     __slots__ = ("_caps", "_defined", "_depends", "_table", "_verdicts")
@@ -144,10 +151,25 @@ class CapabilityGate:
         self._verdicts: dict[str, Path | None] = {}
         depends = {m for m in _TASK_AUGMENTED if "tasks" in defined}
         if "elicitation" in defined:
-            depends.add("elicitation/create")
+            depends |= MODE_DEPENDENT
         self._depends = frozenset(depends)
 
+    def static(self, method: str) -> Path | None:
+        """The capability a request of ``method`` without task or mode needs and the
+        set lacks."""
+        try:
+            return self._verdicts[method]
+        except KeyError:
+            path = self._table.get(method)
+            if path is not None and (
+                path[0] not in self._defined or has_capability(self._caps, path)
+            ):
+                path = None
+            self._verdicts[method] = path
+            return path
+
     def missing(self, request: Any) -> Path | None:
+        """The capability ``request`` needs and the set lacks."""
         method = request.method
         if method in self._depends:
             params = request.params
@@ -159,13 +181,4 @@ class CapabilityGate:
                 if path is None or has_capability(self._caps, path):
                     return None
                 return path
-        try:
-            return self._verdicts[method]
-        except KeyError:
-            path = self._table.get(method)
-            if path is not None and (
-                path[0] not in self._defined or has_capability(self._caps, path)
-            ):
-                path = None
-            self._verdicts[method] = path
-            return path
+        return self.static(method)

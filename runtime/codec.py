@@ -40,6 +40,9 @@ T = TypeVar("T")
 Message: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
 _ID = b'"id"'
+#: Below this size a message is tried as a request or notification first: a wrong guess
+#: costs less than looking closer.
+_SMALL = 512
 #: How requests and notifications begin, as common encoders write them.
 _MESSAGE_STARTS = (b'{"method"', b'{"jsonrpc":"2.0","method"', b'{"jsonrpc": "2.0", "method"')
 #: How responses begin, as common encoders write them.
@@ -112,7 +115,10 @@ class Codec:
         }
         self._owned = {id(t): (name, strategy) for name, (t, strategy) in owned_unions.items()}
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-        self._result_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
+        self._result_decoders: dict[
+            tuple[str, bool],
+            tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any] | None],
+        ] = {}
         self._message_decoder: msgspec.json.Decoder[Any] | None = None
         self._response_decoder = msgspec.json.Decoder(AnyResponse)
         self._envelope_decoder = msgspec.json.Decoder(Envelope)
@@ -147,7 +153,7 @@ class Codec:
         # Where the first members say "request or notification", one typed pass decodes
         # it. Otherwise one pass over the envelope (members skipped, not built) tells a
         # response from a message; a response's result waits for ``decode_result``.
-        tried = _looks_like_message(data)
+        tried = len(data) < _SMALL or _looks_like_message(data)
         if tried:
             message = self._fast_message(data)
             if message is not None:
@@ -197,8 +203,9 @@ class Codec:
             return self.decode(data)
         decoder = self._response_decoders.get((method, task))
         if decoder is None:
+            result_type = self.result_type(method, task=task)
             decoder = self._response_decoders[(method, task)] = _typed_response_decoder(
-                self.result_type(method, task=task)
+                self._complete_member(result_type) or result_type
             )
         try:
             response = decoder.decode(data)
@@ -363,22 +370,41 @@ class Codec:
         2026-07-28 a result without ``resultType``, from a peer of an earlier revision,
         reads as ``"complete"``. Raises :class:`InvalidMessage` (path under ``$.result``).
         """
-        decoder = self._result_decoders.get((method, task))
-        if decoder is None:
-            decoder = self._result_decoders[(method, task)] = msgspec.json.Decoder(
-                self.result_type(method, task=task)
-            )
+        first, union = self._result_decoders_for(method, task)
         try:
-            return decoder.decode(result)
+            return first.decode(result)
         except msgspec.ValidationError as exc:
-            if _MISSING_RESULT_TYPE in str(exc):
-                complete = self._complete_member(self.result_type(method, task=task))
-                if complete is not None:
-                    return self.decode_as(complete, result, prefix="$.result")
-            path, reason = _path(exc, "$.result")
-            raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+            error = exc
         except msgspec.DecodeError as exc:
             raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
+        if union is not None:  # not a complete result: the union says what it is
+            try:
+                return union.decode(result)
+            except msgspec.ValidationError as exc:
+                if _MISSING_RESULT_TYPE not in str(exc):
+                    error = exc
+        path, reason = _path(error, "$.result")
+        raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+
+    def _result_decoders_for(
+        self, method: str, task: bool
+    ) -> tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any] | None]:
+        """The decoder to try first and, for a 2026-07-28 result union, the union's.
+
+        The complete result is tried first, as its own type: its ``resultType`` tag is
+        then optional (an older peer's result) and msgspec need not look ahead for the
+        tag of a union, which can sit at the end of a large result.
+        """
+        plan = self._result_decoders.get((method, task))
+        if plan is None:
+            result_type = self.result_type(method, task=task)
+            complete = self._complete_member(result_type)
+            if complete is None:
+                plan = (msgspec.json.Decoder(result_type), None)
+            else:
+                plan = (msgspec.json.Decoder(complete), msgspec.json.Decoder(result_type))
+            self._result_decoders[(method, task)] = plan
+        return plan
 
     @staticmethod
     def _complete_member(result_type: Any) -> type[msgspec.Struct] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-__all__ = ["ErrorCode", "InvalidMessage"]
+__all__ = ["ERROR_MESSAGES", "ErrorCode", "InvalidMessage"]
 
 
 class ErrorCode(IntEnum):
@@ -53,10 +53,11 @@ class InvalidMessage(ValueError):
     @property
     def message(self) -> str:
         """The ``message`` member of the error response."""
-        return _MESSAGES.get(self.code, "Error")
+        return ERROR_MESSAGES.get(self.code, "Error")
 
 
-_MESSAGES = {
+#: The standard ``message`` of each error code's response.
+ERROR_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.PARSE_ERROR: "Parse error",
     ErrorCode.INVALID_REQUEST: "Invalid request",
     ErrorCode.METHOD_NOT_FOUND: "Method not found",

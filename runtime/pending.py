@@ -53,7 +53,7 @@ class Memory(Generic[K]):
         return len(self.items)
 
 
-class OutgoingRequest(msgspec.Struct):
+class OutgoingRequest(msgspec.Struct, gc=False):
     """A request this side sent."""
 
     id: RequestId
@@ -67,7 +67,6 @@ class OutgoingRequest(msgspec.Struct):
     capabilities: dict[str, Any] | None = None
     #: True when the response needs nothing but typing (no token, task, hook).
     plain: bool = True
-    retried: bool = False
 
 
 class Batch:
@@ -85,18 +84,22 @@ class Batch:
         return not self.waiting and not self.null_owed
 
 
-class IncomingRequest(msgspec.Struct):
+class IncomingRequest(msgspec.Struct, gc=False):
     """A request the peer sent and this side has not answered."""
 
     id: RequestId
     method: str
     progress_token: RequestId | None = None
-    log_level: int | None = None
-    capabilities: dict[str, Any] | None = None
+    #: True for a task-augmented request (answered by ``CreateTaskResult``).
+    task: bool = False
+    #: The 2025-03-26 batch the request came in.
     batch: Batch | None = None
+    #: 2026-07-28: the rank of the request's logLevel (see stateless.LEVELS).
+    log_level: int | None = None
+    #: 2026-07-28: the client capabilities the request declared (JSON).
+    capabilities: dict[str, Any] | None = None
     #: True when the request broke a rule: only an error response may answer it.
     rejected: bool = False
-    task: bool = False
 
 
 class PendingTable:

@@ -1,11 +1,15 @@
 """Progress tokens (``params._meta.progressToken``) in both directions.
 
 A request that carries a token asks its receiver for ``notifications/progress``. The
-tracker enforces the rules of the specification: tokens are unique among active
-requests; ``progress`` increases with each notification; none comes after the request
-completed. Progress for a request this side cancelled is ignored (the notification may
-have crossed the cancellation). A task-augmented request (2025-11-25) keeps its token
-after its ``CreateTaskResult`` until the task reaches a terminal status.
+rules of the specification: tokens are unique among active requests; ``progress``
+increases with each notification; none comes after the request completed. Progress for
+a request that was cancelled is dropped (the notification may have crossed the
+cancellation). A task-augmented request (2025-11-25) keeps its token after its
+``CreateTaskResult`` until the task reaches a terminal status.
+
+The two directions keep the same rules, so one :class:`Tokens` class serves both:
+:attr:`ProgressTracker.expected` holds the tokens of requests this side sent (the peer
+reports on them), :attr:`ProgressTracker.reporting` those of requests it received.
 """
 
 from __future__ import annotations
@@ -18,18 +22,18 @@ from .envelope import RequestId
 from .pending import Memory
 from .rules import Rule
 
-__all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Track"]
+__all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Tokens", "Track"]
 
 ProgressToken = int | str
 
 #: Task statuses after which no progress may follow.
 TERMINAL_TASK_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 
-#: Returned by :meth:`ProgressTracker.received` for progress to drop silently.
+#: What :meth:`Tokens.step` returns for progress to drop silently.
 IGNORE: Final = "ignore"
 
 
-class Track(msgspec.Struct):
+class Track(msgspec.Struct, gc=False):
     """One active token: the request it belongs to and the last progress value."""
 
     request_id: RequestId
@@ -37,27 +41,49 @@ class Track(msgspec.Struct):
     task_id: str | None = None
 
 
-class _Side:
+class Tokens:
+    """The tokens of the requests of one direction: active, done and cancelled."""
+
     __slots__ = ("active", "cancelled", "done", "tasks")
 
     def __init__(self) -> None:
+        #: Tokens of requests in flight (or of tasks still running), by token.
         self.active: dict[ProgressToken, Track] = {}
         self.done: Memory[ProgressToken] = Memory()
         self.cancelled: Memory[ProgressToken] = Memory()
+        #: Tokens kept for a task, by task id.
         self.tasks: dict[str, ProgressToken] = {}
 
     def begin(self, token: ProgressToken, request_id: RequestId) -> bool:
+        """Register the token of a request; False if an active request has it."""
         active = self.active
         if token in active:
             return False
         active[token] = Track(request_id)
-        if token in self.done.items:
-            del self.done.items[token]
-        if token in self.cancelled.items:
-            del self.cancelled.items[token]
+        self.done.items.pop(token, None)
+        self.cancelled.items.pop(token, None)
         return True
 
-    def finish(self, token: ProgressToken, task_id: str | None, cancelled: bool) -> None:
+    def step(self, token: ProgressToken, progress: float) -> Track | Rule | str:
+        """Check and record one progress value: the token's :class:`Track` when it is
+        fine, :data:`IGNORE` for a cancelled request, else the rule it breaks."""
+        track = self.active.get(token)
+        if track is None:
+            if token in self.cancelled.items:
+                return IGNORE
+            if token in self.done.items:
+                return Rule.PROGRESS_AFTER_COMPLETION
+            return Rule.PROGRESS_UNKNOWN_TOKEN
+        last = track.last
+        if last is not None and not progress > last:
+            return Rule.PROGRESS_NOT_INCREASING
+        track.last = progress
+        return track
+
+    def finish(
+        self, token: ProgressToken, *, task_id: str | None = None, cancelled: bool = False
+    ) -> None:
+        """The request completed (its token kept for ``task_id``), or was cancelled."""
         track = self.active.get(token)
         if track is None:
             return
@@ -71,6 +97,7 @@ class _Side:
         (self.cancelled if cancelled else self.done).add(token)
 
     def task_finished(self, task_id: str) -> None:
+        """The task reached a terminal status: its token is done."""
         token = self.tasks.pop(task_id, None)
         if token is not None and token in self.active:
             del self.active[token]
@@ -85,66 +112,9 @@ class ProgressTracker:
 
     def __init__(self) -> None:
         #: Tokens of requests this side sent: the peer reports progress on them.
-        self.expected = _Side()
+        self.expected = Tokens()
         #: Tokens of requests this side received: this side reports progress on them.
-        self.reporting = _Side()
-
-    # -- requests this side sent --------------------------------------------------------
-
-    def expect(self, token: ProgressToken, request_id: RequestId) -> bool:
-        """Register the token of an outgoing request; False if it is in use."""
-        return self.expected.begin(token, request_id)
-
-    def received(
-        self, token: ProgressToken, progress: float
-    ) -> tuple[Rule | str | None, RequestId | None]:
-        """Check incoming progress: ``(None, request_id)`` when fine, ``(IGNORE, None)``
-        for a cancelled request, else ``(rule broken, request_id or None)``."""
-        track = self.expected.active.get(token)
-        if track is None:
-            if token in self.expected.cancelled.items:
-                return IGNORE, None
-            if token in self.expected.done.items:
-                return Rule.PROGRESS_AFTER_COMPLETION, None
-            return Rule.PROGRESS_UNKNOWN_TOKEN, None
-        last = track.last
-        if last is not None and not progress > last:
-            return Rule.PROGRESS_NOT_INCREASING, track.request_id
-        track.last = progress
-        return None, track.request_id
-
-    def expected_done(
-        self, token: ProgressToken, *, task_id: str | None = None, cancelled: bool = False
-    ) -> None:
-        """The outgoing request completed (kept for ``task_id``), or was cancelled."""
-        self.expected.finish(token, task_id, cancelled)
-
-    # -- requests this side received -------------------------------------------------------
-
-    def begin_report(self, token: ProgressToken, request_id: RequestId) -> bool:
-        """Register the token of an incoming request; False if it is in use."""
-        return self.reporting.begin(token, request_id)
-
-    def report(self, token: ProgressToken, progress: float) -> Rule | str | None:
-        """Check outgoing progress: ``None`` when fine, ``IGNORE`` for a request the
-        peer cancelled, else the rule it would break."""
-        track = self.reporting.active.get(token)
-        if track is None:
-            if token in self.reporting.cancelled:
-                return IGNORE
-            if token in self.reporting.done:
-                return Rule.PROGRESS_AFTER_COMPLETION
-            return Rule.PROGRESS_UNKNOWN_TOKEN
-        if track.last is not None and not progress > track.last:
-            return Rule.PROGRESS_NOT_INCREASING
-        track.last = progress
-        return None
-
-    def report_done(
-        self, token: ProgressToken, *, task_id: str | None = None, cancelled: bool = False
-    ) -> None:
-        """This side answered the request (kept for ``task_id``), or the peer cancelled."""
-        self.reporting.finish(token, task_id, cancelled)
+        self.reporting = Tokens()
 
     def task_finished(self, task_id: str) -> None:
         """A task reached a terminal status: its token, in either direction, is done."""

@@ -36,8 +36,9 @@ response the client sends only ``ping`` (and cancellations), the server accepts 
 table decides whether a response is legal, whatever the phase.
 
 Everything after READY (ids, cancellation, progress, capabilities, the per-request
-rules of 2026-07-28) is tracked elsewhere, per request, not per session; the lifecycle
-stays out of the receive hot path except for one attribute read of the current gate.
+rules of 2026-07-28) is tracked elsewhere, per request, not per session. The lifecycle
+stays out of the receive hot path: ``Lifecycle.gated`` is false when the receive gate
+lets everything through, and a session checks the gate only while it is true.
 """
 
 from __future__ import annotations
@@ -48,14 +49,21 @@ from typing import Final, NamedTuple
 __all__ = ["GATES", "TRANSITIONS", "Gate", "Lifecycle", "Phase", "Role", "Trigger"]
 
 
-class Role(Enum):
+class _Table(Enum):
+    """An enum whose members key the tables below: they are singletons compared by
+    identity, so they hash by identity too (in C; ``Enum`` hashes by name, in Python)."""
+
+    __hash__ = object.__hash__
+
+
+class Role(_Table):
     """Which side of the connection a session plays."""
 
     CLIENT = "client"
     SERVER = "server"
 
 
-class Phase(Enum):
+class Phase(_Table):
     """Where a session is in its lifecycle."""
 
     IDLE = "idle"
@@ -66,7 +74,7 @@ class Phase(Enum):
     CLOSED = "closed"
 
 
-class Trigger(Enum):
+class Trigger(_Table):
     """A protocol move that changes the phase."""
 
     SEND_PROBE = "send server/discover probe"
@@ -154,15 +162,17 @@ for _role in Role:
 class Lifecycle:
     """The phase of one session, and the gates of that phase."""
 
-    __slots__ = ("early", "phase", "receive_gate", "role", "send_gate")
+    __slots__ = ("gated", "phase", "receive_gate", "role", "send_gate")
 
     def __init__(self, role: Role, phase: Phase = Phase.IDLE) -> None:
         self.role = role
-        self.phase = phase
-        self.send_gate = GATES[(role, phase, "send")]
-        self.receive_gate = GATES[(role, phase, "receive")]
-        #: True in IDLE and CLOSED, where a message takes the session's slow path.
-        self.early = phase in (Phase.IDLE, Phase.CLOSED)
+        self.phase: Phase
+        self.send_gate: Gate
+        self.receive_gate: Gate
+        #: False when the receive gate lets every message through; always true in IDLE
+        #: and CLOSED, where a message takes the session's slow path.
+        self.gated: bool
+        self._enter(phase)
 
     def can(self, trigger: Trigger) -> bool:
         """Whether ``trigger`` is a legal move now."""
@@ -176,11 +186,14 @@ class Lifecycle:
             raise ValueError(
                 f"{self.role.value} cannot {trigger.value} in phase {self.phase.value}"
             ) from None
+        self._enter(phase)
+        return phase
+
+    def _enter(self, phase: Phase) -> None:
         self.phase = phase
         self.send_gate = GATES[(self.role, phase, "send")]
-        self.receive_gate = GATES[(self.role, phase, "receive")]
-        self.early = phase in (Phase.IDLE, Phase.CLOSED)
-        return phase
+        self.receive_gate = gate = GATES[(self.role, phase, "receive")]
+        self.gated = gate is not _ANY
 
     def __repr__(self) -> str:
         return f"<Lifecycle {self.role.value} {self.phase.value}>"

@@ -7,7 +7,9 @@ client sends the same ones on every request. :data:`LEVELS` ranks log levels for
 rule that ``notifications/message`` goes only to a request that asked, at its level or
 above. :class:`Subscriptions` follows ``subscriptions/listen`` streams: acknowledged
 once, before anything else, and carrying only the notification types the client asked
-for.
+for. :func:`input_required_problem` checks an ``InputRequiredResult`` against the
+capabilities its request declared. Each check serves both sides: the receiving side
+reports what it finds as a violation, the sending side raises it.
 """
 
 from __future__ import annotations
@@ -16,17 +18,33 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import msgspec
+from msgspec import UNSET
 
+from .capabilities import CLIENT_PROVIDED, as_json, has_capability, required_capability
 from .envelope import RequestId
 from .negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
 )
 from .rules import Rule
 
-__all__ = ["LEVELS", "MetaProblem", "MetaReader", "RequestMeta", "Subscriptions"]
+__all__ = [
+    "ACKNOWLEDGED",
+    "FILTER_FIELDS",
+    "LEVELS",
+    "LISTEN",
+    "MetaReader",
+    "Problem",
+    "RequestMeta",
+    "Subscriptions",
+    "input_required_problem",
+]
+
+LISTEN: Final = "subscriptions/listen"
+ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 
 #: Log levels by rank (RFC 5424 severities, least severe first).
 LEVELS: Final[Mapping[str, int]] = {
@@ -59,8 +77,8 @@ class RequestMeta(NamedTuple):
     log_level: str | None
 
 
-class MetaProblem(NamedTuple):
-    """Why a request's ``_meta`` is refused."""
+class Problem(NamedTuple):
+    """A broken rule: which, where (JSON path) and why."""
 
     rule: Rule
     path: str
@@ -71,62 +89,77 @@ def _at(key: str) -> str:
     return f'$.params._meta["{key}"]'
 
 
+class _Converted:
+    """``msgspec.convert`` into one type, remembering the last input and its value (a
+    client sends the same ``_meta`` entries on every request): ``value`` is the typed
+    ``json`` while ``json`` equals the input."""
+
+    __slots__ = ("_type", "json", "value")
+
+    def __init__(self, type_: Any) -> None:
+        self._type = type_
+        self.json: Any = None
+        self.value: Any = None
+
+    def convert(self, json: Any) -> Any:
+        """The typed value of ``json``; ``msgspec.ValidationError`` if it is not one."""
+        self.value = msgspec.convert(json, self._type)
+        self.json = json
+        return self.value
+
+
 class MetaReader:
     """Checks the ``_meta`` of 2026-07-28 requests against the versions a server
-    accepts, and types capabilities and identity with a one-entry cache."""
+    accepts, and types capabilities and identity."""
 
-    __slots__ = ("_accepted", "_caps", "_caps_type", "_info", "_info_type")
+    __slots__ = ("_accepted", "_caps", "_info")
 
     def __init__(
         self, accepted: tuple[str, ...], capabilities_type: Any, implementation_type: Any
     ) -> None:
         self._accepted = accepted
-        self._caps_type = capabilities_type
-        self._info_type = implementation_type
-        self._caps: tuple[Any, Any] = (None, None)
-        self._info: tuple[Any, Any] = (None, None)
+        self._caps = _Converted(capabilities_type)
+        self._info = _Converted(implementation_type)
 
-    def read(self, meta: Mapping[str, Any]) -> RequestMeta | MetaProblem:
+    def read(self, meta: Mapping[str, Any]) -> RequestMeta | Problem:
         version = meta.get(META_PROTOCOL_VERSION)
         if version is None:
-            return MetaProblem(Rule.MISSING_PROTOCOL_VERSION, _at(META_PROTOCOL_VERSION), "missing")
+            return Problem(Rule.MISSING_PROTOCOL_VERSION, _at(META_PROTOCOL_VERSION), "missing")
         if not isinstance(version, str):
-            return MetaProblem(
+            return Problem(
                 Rule.INVALID_REQUEST_META, _at(META_PROTOCOL_VERSION), "must be a string"
             )
         if version not in self._accepted:
-            return MetaProblem(
+            return Problem(
                 Rule.UNSUPPORTED_PROTOCOL_VERSION,
                 _at(META_PROTOCOL_VERSION),
                 f"unsupported protocol version {version!r}",
             )
         caps_json = meta.get(META_CLIENT_CAPABILITIES)
         if caps_json is None:
-            return MetaProblem(
+            return Problem(
                 Rule.MISSING_CLIENT_CAPABILITIES, _at(META_CLIENT_CAPABILITIES), "missing"
             )
-        cached_json, caps = self._caps
-        if caps_json != cached_json or caps is None:
-            try:
-                caps = msgspec.convert(caps_json, self._caps_type)
-            except msgspec.ValidationError as exc:
-                return MetaProblem(
-                    Rule.INVALID_REQUEST_META, _at(META_CLIENT_CAPABILITIES), str(exc)
-                )
-            self._caps = (caps_json, caps)
-        info = None
         info_json = meta.get(META_CLIENT_INFO)
-        if info_json is not None:
-            cached_json, info = self._info
-            if info_json != cached_json or info is None:
-                try:
-                    info = msgspec.convert(info_json, self._info_type)
-                except msgspec.ValidationError as exc:
-                    return MetaProblem(Rule.INVALID_REQUEST_META, _at(META_CLIENT_INFO), str(exc))
-                self._info = (info_json, info)
+        typed_caps, typed_info = self._caps, self._info
+        key = META_CLIENT_CAPABILITIES  # what is being typed, for the error's path
+        try:
+            if caps_json == typed_caps.json:
+                caps = typed_caps.value
+            else:
+                caps = typed_caps.convert(caps_json)
+            key = META_CLIENT_INFO
+            if info_json is None:
+                info = None
+            elif info_json == typed_info.json:
+                info = typed_info.value
+            else:
+                info = typed_info.convert(info_json)
+        except msgspec.ValidationError as exc:
+            return Problem(Rule.INVALID_REQUEST_META, _at(key), str(exc))
         level = meta.get(META_LOG_LEVEL)
         if level is not None and level not in LEVELS:
-            return MetaProblem(
+            return Problem(
                 Rule.INVALID_REQUEST_META,
                 _at(META_LOG_LEVEL),
                 f"not a logging level: {level!r} (one of {', '.join(LEVELS)})",
@@ -179,31 +212,81 @@ class Subscriptions:
         """The subscription ended (result or cancellation); whether it was open."""
         return self.open.pop(request_id, None) is not None
 
-    def acknowledge(self, subscription_id: Any, agreed: dict[str, Any]) -> tuple[Rule, str] | None:
-        """Check and record ``notifications/subscriptions/acknowledged``."""
+    def verify(self, method: str, params: Any) -> Problem | None:
+        """Check and record ``notifications/subscriptions/acknowledged`` or a
+        subscription notification (a method of :data:`FILTER_FIELDS`) on the
+        subscription its ``_meta`` names; what is wrong, or ``None``."""
+        subscription_id = subscription_of(params)
         sub = self.open.get(subscription_id) if isinstance(subscription_id, (int, str)) else None
+        if method == ACKNOWLEDGED:
+            if sub is None:
+                return Problem(
+                    Rule.SUBSCRIPTION_UNKNOWN,
+                    "$.params",
+                    f"no open subscriptions/listen {subscription_id!r}",
+                )
+            if sub.agreed is not None:
+                return Problem(
+                    Rule.SUBSCRIPTION_NOT_ACKNOWLEDGED,
+                    "$.params",
+                    "the subscription is already acknowledged",
+                )
+            agreed = as_json(params.notifications)
+            problem = _subset(agreed, sub.requested)
+            if problem is not None:
+                return Problem(Rule.SUBSCRIPTION_FILTER, "$.params", problem)
+            sub.agreed = agreed
+            return None
         if sub is None:
-            return Rule.SUBSCRIPTION_UNKNOWN, f"no open subscriptions/listen {subscription_id!r}"
-        if sub.agreed is not None:
-            return Rule.SUBSCRIPTION_NOT_ACKNOWLEDGED, "the subscription is already acknowledged"
-        problem = _subset(agreed, sub.requested)
-        if problem is not None:
-            return Rule.SUBSCRIPTION_FILTER, problem
-        sub.agreed = agreed
-        return None
-
-    def check(self, method: str, subscription_id: Any, params: Any) -> tuple[Rule, str] | None:
-        """Whether a subscription notification may flow on ``subscription_id``."""
-        sub = self.open.get(subscription_id) if isinstance(subscription_id, (int, str)) else None
-        if sub is None:
-            return Rule.SUBSCRIPTION_UNKNOWN, (
+            return Problem(
+                Rule.SUBSCRIPTION_UNKNOWN,
+                "$.params._meta",
                 f"{method} names no open subscriptions/listen request "
-                f"(io.modelcontextprotocol/subscriptionId {subscription_id!r})"
+                f"(io.modelcontextprotocol/subscriptionId {subscription_id!r})",
             )
         if sub.agreed is None:
-            return Rule.SUBSCRIPTION_NOT_ACKNOWLEDGED, (
-                f"{method} before notifications/subscriptions/acknowledged"
+            return Problem(
+                Rule.SUBSCRIPTION_NOT_ACKNOWLEDGED,
+                "$.params._meta",
+                f"{method} before notifications/subscriptions/acknowledged",
             )
         if not _allows(sub.agreed, method, params):
-            return Rule.SUBSCRIPTION_FILTER, f"the subscription did not opt in to {method}"
+            return Problem(
+                Rule.SUBSCRIPTION_FILTER,
+                "$.params._meta",
+                f"the subscription did not opt in to {method}",
+            )
         return None
+
+
+def subscription_of(params: Any) -> Any:
+    """The ``io.modelcontextprotocol/subscriptionId`` in a notification's ``_meta``."""
+    meta = getattr(params, "meta", None)
+    return meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+
+
+def input_required_problem(
+    result: Any, capabilities: Mapping[str, Any] | None, defined: frozenset[str]
+) -> Problem | None:
+    """What is wrong with an ``InputRequiredResult`` answering a request that declared
+    the client ``capabilities`` (JSON) in a revision whose ``ClientCapabilities`` define
+    ``defined``: no input request and no state, or an input request for a capability
+    the request did not declare."""
+    requests = result.input_requests
+    if requests is UNSET and result.request_state is UNSET:
+        return Problem(
+            Rule.INPUT_REQUIRED_EMPTY,
+            "$.result",
+            "an InputRequiredResult carries inputRequests or requestState",
+        )
+    caps = capabilities or {}
+    for key, request in ({} if requests is UNSET else requests).items():
+        path = required_capability(request, CLIENT_PROVIDED, defined)
+        if path is not None and not has_capability(caps, path):
+            return Problem(
+                Rule.CAPABILITY_NOT_DECLARED,
+                f"$.result.inputRequests[{key!r}]",
+                f"input request {key!r} ({request.method}) needs the client capability "
+                f"{'.'.join(path)}, which the request did not declare",
+            )
+    return None

@@ -9,13 +9,16 @@ cannot be cancelled.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from mcpspec.runtime import (
+    ClientSession,
     ErrorObject,
     ErrorReceived,
     ErrorResponse,
+    NotificationReceived,
     ProtocolViolation,
     RequestCancelled,
     RequestIdError,
@@ -27,7 +30,6 @@ from mcpspec.runtime import (
     ServerSession,
     StateError,
 )
-from mcpspec.runtime.session import ClientSession
 
 from .session_kit import (
     HANDSHAKE,
@@ -226,3 +228,79 @@ def test_server_can_cancel_its_own_requests(revision: str) -> None:
     assert client.send(ResultResponse(id=21, result=client.types.ListRootsResult(roots=[]))) == b""
     error = ErrorResponse(id=21, error=ErrorObject(code=-32603, message="late"))
     assert server.receive(wire(error)) == []
+
+
+# -- decoding responses ---------------------------------------------------------------------------
+
+
+class _Counting:
+    """Counts the calls of a session's ``codec.decode``."""
+
+    def __init__(self, session: Any) -> None:
+        self.calls = 0
+        self._decode = session._decode
+        session._decode = self
+
+    def __call__(self, data: bytes) -> Any:
+        self.calls += 1
+        return self._decode(data)
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_response_to_the_only_outstanding_request_is_decoded_in_one_pass(revision: str) -> None:
+    text = "x" * 400  # large enough to be worth the one-pass attempt
+    events = []
+    decodes = []
+    for extra in (False, True):
+        client, server = connect(revision)
+        counting = _Counting(client)
+        server.receive(client.send(tools_call(client, 1)))
+        if extra:  # two outstanding: the codec decodes, then the result is typed
+            server.receive(client.send(tools_call(client, 2)))
+        events.append(client.receive(server.answer(1, tools_call_result(server, text))))
+        decodes.append(counting.calls)
+    assert decodes == [0, 1]
+    assert events[0] == events[1]
+    response = only(events[0], ResponseReceived)
+    assert response.result.content[0].text == text and response.request.id == 1
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_what_is_not_the_awaited_response_takes_the_usual_path(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 1)))
+    padding = "y" * 300
+    # A response to another id: a violation, and the request is still outstanding.
+    other = wire({"jsonrpc": "2.0", "id": 2, "result": {"content": [], "pad": padding}})
+    assert only(client.receive(other), ProtocolViolation).rule is Rule.UNKNOWN_RESPONSE_ID
+    assert client.outstanding == {1}
+    # An error response.
+    error = wire({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": padding}})
+    assert only(client.receive(error), ErrorReceived).error.message == padding
+    # A result of the wrong shape: reported with its path, as by the codec.
+    server.receive(client.send(tools_call(client, 3)))
+    bogus = wire({"jsonrpc": "2.0", "id": 3, "result": {"content": 1, "pad": padding}})
+    violation = only(client.receive(bogus), ProtocolViolation)
+    assert violation.rule is Rule.INVALID_RESULT and violation.path == "$.result.content"
+    assert client.outstanding == frozenset()
+
+
+@pytest.mark.parametrize("revision", HANDSHAKE)
+def test_notification_mentioning_result_is_a_notification(revision: str) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 1)))
+    log = {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "data": {"result": "z" * 300}},
+    }
+    assert only(client.receive(wire(log)), NotificationReceived).method == log["method"]
+    assert client.outstanding == {1}
+
+
+def test_result_without_result_type_from_an_older_peer_reads_complete() -> None:
+    client, server = connect("2026-07-28")
+    server.receive(client.send(tools_call(client, 1)))
+    older = wire({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "pad": "p" * 300}})
+    response = only(client.receive(older), ResponseReceived)
+    assert response.result.result_type == "complete"

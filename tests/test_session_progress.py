@@ -4,6 +4,7 @@ cancellation is dropped."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -149,7 +150,7 @@ def test_progress_crossing_a_cancellation_is_dropped(revision: str) -> None:
     assert server.send(_progress(server, "c", 2)) == b""  # nothing to write any more
 
 
-@pytest.mark.parametrize("revision", [r for r in REVISIONS if r >= "2025-11-25"])
+@pytest.mark.parametrize("revision", REVISIONS)
 def test_token_from_params_meta(revision: str) -> None:
     client, server = connect(revision)
     events = server.receive(client.send(tools_call(client, 10, meta={"progressToken": "m"})))
@@ -206,3 +207,65 @@ def test_task_augmented_request_keeps_its_token_until_the_task_ends() -> None:
     # ... until the task is terminal.
     with pytest.raises(ProgressError):
         server.send(_progress(server, "task", 2))
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_progress_token_argument_goes_into_params_meta(revision: str) -> None:
+    client, server = connect(revision)
+    t = client.types
+    # A request without params gets them, carrying the token; what is recorded as sent
+    # is what went on the wire.
+    listing = (
+        t.ListToolsRequest(id=12)
+        if revision != "2026-07-28"
+        else t.ListToolsRequest(id=12, params=t.PaginatedRequestParams())
+    )
+    data = client.send(listing, progress_token="list")
+    assert json.loads(data)["params"]["_meta"]["progressToken"] == "list"
+    received = only(server.receive(data), RequestReceived)
+    assert received.progress_token == "list"
+    st = server.types
+    result = (
+        st.ListToolsResult(tools=[])
+        if revision != "2026-07-28"
+        else st.ListToolsResult(tools=[], ttl_ms=0, cache_scope="public")
+    )
+    answered = only(client.receive(server.answer(12, result)), ResponseReceived)
+    assert answered.request.params.meta["progressToken"] == "list"
+    # Other _meta entries are kept.
+    call = tools_call(client, 13, meta={"com.example/trace": "t1"})
+    sent = json.loads(client.send(call, progress_token=5))["params"]["_meta"]
+    assert sent["com.example/trace"] == "t1" and sent["progressToken"] == 5
+    with pytest.raises(ProgressError) as info:
+        client.send(tools_call(client, 14), progress_token=1.5)  # type: ignore[arg-type]
+    assert info.value.rule is Rule.INVALID_PARAMS
+    assert client.outstanding == {13}
+
+
+def test_progress_token_argument_needs_params_with_meta() -> None:
+    client, _server = connect("2025-11-25")
+    t = client.types
+    # Every generated params type has _meta (tasks/get's too, which the schema inlines
+    # without it); a value of another type in params has nowhere to carry the token.
+    stray = t.GetTaskRequest(id=15, params=t.TaskMetadata(ttl=5))
+    with pytest.raises(TypeError, match="no _meta"):
+        client.send(stray, progress_token=1)
+    assert client.outstanding == frozenset()
+    assert "meta" in t.GetTaskRequestParams.__struct_fields__
+
+
+@pytest.mark.parametrize("revision", [r for r in HANDSHAKE if r < "2025-11-25"])
+def test_token_in_open_params(revision: str) -> None:
+    # Up to 2025-06-18 the params of ping are an open object, not a Struct.
+    _client, server = connect(revision)
+    ping = {
+        "jsonrpc": "2.0",
+        "id": 16,
+        "method": "ping",
+        "params": {"_meta": {"progressToken": "p"}},
+    }
+    assert only(server.receive(wire(ping)), RequestReceived).progress_token == "p"
+    bad = {"jsonrpc": "2.0", "id": 17, "method": "ping", "params": {"_meta": 5}}
+    violation = only(server.receive(wire(bad)), ProtocolViolation)
+    assert violation.rule is Rule.INVALID_PARAMS and violation.path == "$.params._meta"
+    assert violation.response is not None and violation.response.id == 17

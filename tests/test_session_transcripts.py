@@ -131,11 +131,7 @@ class Replay:
                 assert "id" in body, f"{side} sent an unknown notification: {body}"
                 self.unsendable[side].add(body["id"])
                 return
-            meta = (body.get("params") or {}).get("_meta") or {}
-            # Request params up to 2025-06-18 have no _meta attribute: pass the token.
-            session.send(
-                message, progress_token=meta.get("progressToken") if "id" in body else None
-            )
+            session.send(message)  # a progress token is in params._meta, as recorded
             return
         request_id = body["id"]
         refused = self.refused[side].pop(request_id, None)

@@ -1,0 +1,517 @@
+"""What both sessions share: the state of one connection, the revision in use, and how
+a broken rule becomes a :class:`~mcpspec.runtime.events.ProtocolViolation`.
+
+:class:`SessionCore` holds the lifecycle, the pending table, progress tokens and
+subscriptions, the tables of the revision in use and the public read-only properties.
+:class:`~mcpspec.runtime.inbound.Inbound` (``receive``) and
+:class:`~mcpspec.runtime.outbound.Outbound` (``send``) build on it; the server and client
+sessions combine both (the map is in :mod:`mcpspec.runtime.session`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, get_args, get_origin
+
+import msgspec
+from msgspec import UNSET
+
+from mcpspec import module_name
+
+from .capabilities import (
+    CLIENT_PROVIDED,
+    SERVER_PROVIDED,
+    CapabilityGate,
+    Path,
+    as_json,
+    defined_capabilities,
+)
+from .codec import Codec
+from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage
+from .events import ProtocolViolation
+from .negotiation import accepted_revisions, is_stateless
+from .pending import Batch, IncomingRequest, OutgoingRequest, PendingTable
+from .progress import TERMINAL_TASK_STATUSES, ProgressTracker, Tokens
+from .rules import RULES, Rule
+from .state import Lifecycle, Phase, Role, Trigger
+from .stateless import LISTEN, Subscriptions
+
+__all__ = [
+    "Model",
+    "Sendable",
+    "SessionCore",
+    "error_object",
+    "is_id",
+    "params_meta",
+    "revision_of",
+]
+
+#: What ``send`` takes: a generated request or notification, or a response envelope.
+Sendable: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
+Model = Literal["handshake", "stateless"]
+
+_CODE_RULES: Final = {
+    ErrorCode.PARSE_ERROR: Rule.PARSE_ERROR,
+    ErrorCode.INVALID_REQUEST: Rule.INVALID_REQUEST,
+    ErrorCode.METHOD_NOT_FOUND: Rule.METHOD_NOT_FOUND,
+    ErrorCode.INVALID_PARAMS: Rule.INVALID_PARAMS,
+}
+#: Requests whose result reports a task's status.
+_TASK_STATUS: Final = frozenset({"tasks/get", "tasks/cancel"})
+
+
+@functools.cache
+def _default_info() -> dict[str, str]:
+    """The identity a session uses when given none: this package and its version."""
+    try:
+        version = importlib.metadata.version("mcpspec")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree
+        version = "0"
+    return {"name": "mcpspec", "version": version}
+
+
+def error_object(code: int, data: Any = UNSET, message: str = "Error") -> ErrorObject:
+    """The error of a JSON-RPC error response with the standard message for ``code``
+    (``message`` when it has none)."""
+    return ErrorObject(code=int(code), message=ERROR_MESSAGES.get(code, message), data=data)
+
+
+def is_id(value: Any) -> bool:
+    """Whether ``value`` is a JSON-RPC request id: a string or an integer."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def params_meta(params: Any) -> Any:
+    """The ``_meta`` of request params: a Struct's ``meta``, the ``_meta`` member of the
+    open params of ``ping``, ``roots/list``, ... up to 2025-06-18 (plain objects), or
+    ``None``."""
+    meta = getattr(params, "meta", None)
+    if meta is None and params.__class__ is dict:
+        return params.get("_meta")
+    return None if meta is UNSET else meta
+
+
+def revision_of(cls: type) -> str:
+    """``mcpspec.v2025_11_25.X`` -> ``"2025-11-25"``."""
+    return cls.__module__.rpartition(".v")[2].replace("_", "-")
+
+
+def result_classes(result_type: Any) -> tuple[type, ...]:
+    """The classes a value of ``result_type`` (a Struct, a Union, ``dict[str, Any]``) is
+    an instance of."""
+    origin = get_origin(result_type)
+    if origin is None:
+        return (result_type,) if isinstance(result_type, type) else (object,)
+    if origin is dict:
+        return (dict,)
+    return tuple(c for arg in get_args(result_type) for c in result_classes(arg))
+
+
+def _answerable(data: bytes, index: int | None) -> tuple[bool, RequestId | None]:
+    """Whether a refused message is answered (a request, or something unreadable), and
+    the id to answer with."""
+    try:
+        obj = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return True, None
+    if index is not None:
+        obj = obj[index] if isinstance(obj, list) and index < len(obj) else None
+    if not isinstance(obj, dict):
+        return True, None
+    if "method" not in obj:
+        if "result" in obj or "error" in obj:
+            return False, None
+    elif "id" not in obj:
+        return False, None
+    request_id = obj.get("id")
+    return True, request_id if is_id(request_id) else None
+
+
+class _Revision(NamedTuple):
+    """What a session needs to know about one revision, computed once."""
+
+    module: ModuleType
+    codec: Codec
+    client_defined: frozenset[str]
+    server_defined: frozenset[str]
+    #: Methods a 2026-07-28 server may answer with an InputRequiredResult.
+    input_methods: frozenset[str]
+
+
+@functools.cache
+def _revision(revision: str) -> _Revision:
+    module = importlib.import_module(module_name(revision))
+    codec: Codec = module.codec
+    input_methods = frozenset(
+        method
+        for method, result_type in codec.results.items()
+        if any(
+            getattr(c, "result_type", None) == "input_required" for c in result_classes(result_type)
+        )
+    )
+    return _Revision(
+        module,
+        codec,
+        defined_capabilities(module.ClientCapabilities),
+        defined_capabilities(module.ServerCapabilities),
+        input_methods,
+    )
+
+
+class SessionCore:
+    """The state of one connection and what both sides do with it. Use
+    :class:`~mcpspec.runtime.ServerSession` or :class:`~mcpspec.runtime.ClientSession`."""
+
+    _role: Role
+
+    def __init__(
+        self,
+        revisions: Iterable[str] | None,
+        info: Any,
+        capabilities: Any,
+        phase: Phase,
+        revision: str,
+    ) -> None:
+        self._accepted = accepted_revisions(revisions)
+        self._info_json: dict[str, Any] = (
+            as_json(info) if info is not None else dict(_default_info())
+        )
+        self._own_caps: dict[str, Any] = as_json(capabilities)
+        self._peer_caps: dict[str, Any] | None = None
+        self._peer_info: Any = None
+        self._pending = PendingTable()
+        #: The two directions of the pending table (the same dicts, read on hot paths).
+        self._incoming = self._pending.incoming
+        self._outgoing = self._pending.outgoing
+        self._progress = ProgressTracker()
+        #: Its two directions (the same objects, read on hot paths).
+        self._expected = self._progress.expected
+        self._reporting = self._progress.reporting
+        self._subscriptions = Subscriptions()
+        self._life = Lifecycle(self._role, phase)
+        self._model: Model | None = None
+        self._negotiated: str | None = None
+        #: Received 2025-03-26 batches some of whose answers are still owed.
+        self._open_batches: list[Batch] = []
+        #: The batch being received, while its members are dispatched.
+        self._batch: Batch | None = None
+        self._counter = 0
+        #: Whether SessionReady was reported for the stateless model.
+        self._ready_emitted = False
+        #: The most verbose log level of a request this side cancelled (2026-07-28).
+        self._cancelled_log_level: int | None = None
+        self._set_revision(revision)
+
+    # -- the revision in use ----------------------------------------------------------------
+
+    def _set_revision(self, revision: str) -> None:
+        facts = _revision(revision)
+        codec = facts.codec
+        self._module = facts.module
+        self._codec = codec
+        self._decode = codec.decode
+        self._stateless = is_stateless(revision)
+        self._input_methods = facts.input_methods
+        self._result_classes: dict[tuple[str, bool], tuple[type, ...]] = {}
+        if self._role is Role.SERVER:
+            self._own_requests, self._peer_requests = codec.server_requests, codec.client_requests
+            self._own_notifications = codec.server_notifications
+            self._peer_notifications = codec.client_notifications
+            self._own_table, self._peer_table = SERVER_PROVIDED, CLIENT_PROVIDED
+            self._own_defined, self._peer_defined = facts.server_defined, facts.client_defined
+        else:
+            self._own_requests, self._peer_requests = codec.client_requests, codec.server_requests
+            self._own_notifications = codec.client_notifications
+            self._peer_notifications = codec.server_notifications
+            self._own_table, self._peer_table = CLIENT_PROVIDED, SERVER_PROVIDED
+            self._own_defined, self._peer_defined = facts.client_defined, facts.server_defined
+        #: A server in the stateless model checks every request's _meta.
+        self._per_request_meta = self._stateless and self._role is Role.SERVER
+        self._set_own_caps(self._own_caps)
+
+    def _set_own_caps(self, capabilities: dict[str, Any]) -> None:
+        self._own_caps = capabilities
+        self._own_gate = CapabilityGate(self._own_table, self._own_defined, capabilities)
+        self._changed()
+
+    def _changed(self) -> None:
+        """Called when the revision or this side's capabilities change."""
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> str | None:
+        """The negotiated revision, or ``None`` before negotiation."""
+        return self._negotiated
+
+    @property
+    def model(self) -> Model | None:
+        """``"handshake"`` or ``"stateless"`` once negotiated, else ``None``."""
+        return self._model
+
+    @property
+    def phase(self) -> Phase:
+        """The lifecycle phase (see :mod:`mcpspec.runtime.state`)."""
+        return self._life.phase
+
+    @property
+    def types(self) -> ModuleType:
+        """The generated module of the revision in use (``session.types.Tool``):
+        messages given to ``send`` are values of its types."""
+        return self._module
+
+    @property
+    def codec(self) -> Codec:
+        """The codec of the revision in use."""
+        return self._codec
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """The revisions this side accepts, oldest first."""
+        return self._accepted
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """This side's declared capabilities (JSON object)."""
+        return self._own_caps
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any] | None:
+        """The peer's declared capabilities (JSON object), once known."""
+        return self._peer_caps
+
+    @property
+    def peer_info(self) -> Any:
+        """The peer's ``Implementation``, once known."""
+        return self._peer_info
+
+    @property
+    def outstanding(self) -> frozenset[RequestId]:
+        """Ids of the requests this side sent that await a response."""
+        return frozenset(self._outgoing)
+
+    @property
+    def unanswered(self) -> frozenset[RequestId]:
+        """Ids of the peer's requests this side has not answered yet."""
+        return frozenset(self._incoming)
+
+    def next_id(self) -> int:
+        """A request id not outstanding (a counter from 1)."""
+        while True:
+            self._counter += 1
+            if self._counter not in self._outgoing:
+                return self._counter
+
+    def close(self) -> None:
+        """Close the session: nothing more is sent or received."""
+        self._life.fire(Trigger.CLOSE)
+
+    def _ready(self, model: Model) -> None:
+        """Negotiation is over: the session speaks the revision in use, in ``model``."""
+        self._model = model
+        self._negotiated = self._codec.revision
+
+    # -- violations -------------------------------------------------------------------------------
+
+    def _violation(
+        self,
+        rule: Rule,
+        reason: str,
+        *,
+        path: str = "$",
+        request_id: RequestId | None = None,
+        method: str | None = None,
+        answer: bool = False,
+        code: int | None = None,
+        data: Any = None,
+    ) -> ProtocolViolation:
+        """A violation event; with ``answer``, also the error response, which this side
+        now owes (``send(event.response)``)."""
+        summary = RULES[rule]
+        if code is None:
+            code = summary.code
+        if data is None:
+            data = {"rule": rule.value, "path": path, "reason": reason}
+        error = error_object(code, data, summary.summary)
+        return ProtocolViolation(
+            rule=rule,
+            error=error,
+            response=self._owe(request_id, method, error) if answer else None,
+            request_id=request_id,
+            method=method,
+            path=path,
+            reason=reason,
+        )
+
+    def _owe(
+        self, request_id: RequestId | None, method: str | None, error: ErrorObject
+    ) -> ErrorResponse | None:
+        """Record that this side owes an error response to a refused request (or to an
+        unreadable message, id null); the response, or ``None`` when the id is already
+        outstanding (an answer would read as the first request's)."""
+        batch = self._batch
+        if request_id is None:
+            if batch is not None:
+                batch.null_owed += 1
+            else:
+                self._pending.null_owed += 1
+            return ErrorResponse(id=None, error=error)
+        if request_id in self._incoming:
+            return None
+        self._incoming[request_id] = IncomingRequest(
+            request_id, method or "", batch=batch, rejected=True
+        )
+        if batch is not None:
+            batch.waiting.add(request_id)
+        return ErrorResponse(id=request_id, error=error)
+
+    def _refuse(
+        self, message: Any, rule: Rule, reason: str, path: str, data: Any = None
+    ) -> ProtocolViolation:
+        """The violation of a request that breaks ``rule``, with the error response."""
+        return self._violation(
+            rule,
+            reason,
+            path=path,
+            request_id=message.id,
+            method=message.method,
+            answer=True,
+            data=data,
+        )
+
+    def _invalid(
+        self, exc: InvalidMessage, data: bytes, index: int | None = None
+    ) -> ProtocolViolation:
+        """The violation for what the codec refused."""
+        rule = _CODE_RULES.get(exc.code, Rule.INVALID_REQUEST)
+        if (
+            rule is Rule.INVALID_REQUEST
+            and index is None
+            and exc.path == "$"
+            and data.lstrip()[:1] == b"["
+        ):
+            rule = Rule.BATCH_NOT_ALLOWED  # a top-level array the revision refuses
+        answer, request_id = _answerable(data, index)
+        if request_id is None and exc.id is not None and answer:
+            request_id = exc.id
+        if request_id is not None and request_id in self._incoming:
+            answer = False
+        return self._violation(
+            rule,
+            exc.reason,
+            path=exc.path,
+            request_id=request_id,
+            method=exc.method,
+            answer=answer,
+            code=exc.code,
+            data=exc.data | {"rule": rule.value},
+        )
+
+    def _wrong_direction(self, message: Any) -> ProtocolViolation:
+        method = getattr(message, "method", None)
+        request_id = getattr(message, "id", None)
+        kind = "request" if request_id is not None else "notification"
+        peer = "server" if self._role is Role.CLIENT else "client"
+        return self._violation(
+            Rule.METHOD_NOT_FOUND,
+            f"{method!r} is not a {peer} {kind} in revision {self._codec.revision}",
+            path="$.method",
+            request_id=request_id,
+            method=method,
+            answer=request_id is not None,
+        )
+
+    def _gate_violation(self, method: str, request_id: RequestId | None) -> ProtocolViolation:
+        """The violation of a message the lifecycle does not allow now."""
+        phase = self._life.phase
+        if method == "initialize" or (
+            method == "notifications/initialized" and phase is Phase.READY
+        ):
+            rule = Rule.ALREADY_INITIALIZED
+            reason = f"{method} comes once"
+        else:
+            rule = Rule.NOT_INITIALIZED
+            reason = f"{method!r} is not allowed in phase {phase.value}"
+        return self._violation(
+            rule,
+            reason,
+            path="$.method",
+            request_id=request_id,
+            method=method,
+            answer=request_id is not None,
+        )
+
+    def _duplicate(self, message: Any) -> ProtocolViolation:
+        """The violation of a request whose id is outstanding (never answered)."""
+        return self._violation(
+            Rule.DUPLICATE_REQUEST_ID,
+            f"request id {message.id!r} is already outstanding",
+            path="$.id",
+            request_id=message.id,
+            method=message.method,
+        )
+
+    def _capability_violation(self, message: Any, path: Path) -> ProtocolViolation:
+        return self._refuse(
+            message,
+            Rule.CAPABILITY_NOT_DECLARED,
+            f"{message.method} needs the {'.'.join(path)} capability, which this side did "
+            "not declare",
+            "$.method",
+        )
+
+    # -- requests that are over -------------------------------------------------------------------
+
+    def _settle(
+        self, tokens: Tokens, record: IncomingRequest | OutgoingRequest, result: Any
+    ) -> None:
+        """A request was answered (``result`` is ``None`` for an error): its progress
+        token is done, or kept for its task; its subscription is closed; a task it
+        reported terminal is finished."""
+        token = record.progress_token
+        if token is not None:
+            task = getattr(result, "task", None) if record.task else None
+            tokens.finish(token, task_id=getattr(task, "task_id", None))
+        method = record.method
+        if method == LISTEN:
+            self._subscriptions.closed(record.id)
+        elif method in _TASK_STATUS and getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
+            self._progress.task_finished(result.task_id)
+
+    def _result_classes_of(self, method: str, task: bool) -> tuple[type, ...]:
+        """The classes a result of ``method`` is an instance of."""
+        key = (method, task)
+        classes = self._result_classes.get(key)
+        if classes is None:
+            classes = self._result_classes[key] = result_classes(
+                self._codec.result_type(method, task=task)
+            )
+        return classes
+
+    # -- answers to a received 2025-03-26 batch -------------------------------------------------
+
+    def _answer_batch(
+        self, record: IncomingRequest, response: ResultResponse | ErrorResponse, data: bytes
+    ) -> bytes:
+        """What to write for the answer ``data`` to ``record``: itself, or the batch it
+        completes, or nothing yet."""
+        batch = record.batch
+        if batch is None:
+            return data
+        batch.waiting.discard(record.id)
+        batch.responses.append(response)
+        return self._flush_batch(batch)
+
+    def _flush_batch(self, batch: Batch) -> bytes:
+        if not batch.complete:
+            return b""
+        if batch in self._open_batches:
+            self._open_batches.remove(batch)
+        if not batch.responses:
+            return b""
+        return self._codec.encode(batch.responses)

@@ -1,0 +1,505 @@
+"""Receiving: the bytes of one framed wire message in, typed events out.
+
+The receive path does as little per message as it can, and everything it can once per
+revision and capability set (:meth:`Inbound._changed`):
+
+1. While the lifecycle gates what may arrive (before the session is ready, or after it
+   closed), a message takes :meth:`Inbound._receive_gated`, which checks the gate.
+2. One ``codec.decode``; with exactly one request outstanding, for all but small
+   messages, ``codec.decode_response``, which types the result of a response to it in
+   the same pass.
+3. The handler of the message's class from the dispatch table: a request, a
+   notification, a result or an error. A request whose capability this
+   side did not declare maps straight to its refusal; a request that may pass does only
+   dict lookups, its progress token, and the two objects it produces: the pending-table
+   record and the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from .capabilities import MODE_DEPENDENT, Path
+from .core import SessionCore
+from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from .errors import InvalidMessage
+from .events import (
+    ErrorReceived,
+    Event,
+    NotificationReceived,
+    Outgoing,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestCancelled,
+    RequestReceived,
+    ResponseReceived,
+)
+from .pending import Batch, IncomingRequest, OutgoingRequest
+from .progress import IGNORE, TERMINAL_TASK_STATUSES
+from .rules import Rule
+from .state import Phase
+from .stateless import LEVELS, RequestMeta
+
+__all__ = ["Handler", "Inbound"]
+
+#: Handles one decoded message of a class.
+Handler = Callable[[Any], list[Event]]
+
+#: From this size on, a message that arrives while one request is outstanding is
+#: decoded as its response first (``codec.decode_response``). Below it, a second pass
+#: costs less than telling a response from the progress and log notifications that
+#: come while a request is out.
+_ONE_PASS_SIZE: Final = 256
+
+
+class Inbound(SessionCore):
+    """The receiving half of a session."""
+
+    _handlers: dict[type, Handler]
+
+    # -- the dispatch table ---------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        """Build the dispatch table of the revision and capability set in use."""
+        codec = self._codec
+        peer_requests = self._peer_requests
+        handlers: dict[type, Handler] = {
+            ResultResponse: self._on_result,
+            ErrorResponse: self._on_error,
+        }
+        special = self._notification_handlers()
+        for method in self._peer_notifications:
+            handlers[codec.notifications[method]] = special.get(method, self._on_notification)
+        default = self._request_handler()
+        special = self._request_handlers()
+        #: Request classes refused outright: the capability this side did not declare.
+        self._refused: dict[type, Path] = {}
+        for method in peer_requests:
+            cls = codec.requests[method]
+            handlers[cls] = special.get(method, default)
+            path = self._own_gate.static(method)
+            if path is not None:
+                self._refused[cls] = path
+                if not self._per_request_meta:  # else checked after the request's _meta
+                    handlers[cls] = self._refuse_capability
+        #: Request classes that may be task-augmented (``params.task``).
+        self._task_classes = frozenset(
+            codec.requests[m] for m in codec.task_results if m in peer_requests
+        )
+        #: Request classes whose capability depends on another params field.
+        self._mode_classes = frozenset(
+            codec.requests[m] for m in MODE_DEPENDENT if m in peer_requests
+        )
+        #: Request classes whose capability depends on their params.
+        self._param_classes = self._task_classes | self._mode_classes
+        self._handlers = handlers
+
+    def _notification_handlers(self) -> dict[str, Handler]:
+        """Handlers of the notifications that do more than become an event, by method."""
+        return {
+            "notifications/cancelled": self._on_cancelled,
+            "notifications/progress": self._on_progress,
+            "notifications/tasks/status": self._on_task_status,
+        }
+
+    def _request_handler(self) -> Handler:
+        """The handler of requests."""
+        return self._on_request
+
+    def _request_handlers(self) -> dict[str, Handler]:
+        """Handlers of the requests that do more, by method."""
+        return {}
+
+    # -- receiving ---------------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> list[Event]:
+        """The events of one framed wire message (never raises on wire input)."""
+        if self._life.gated:
+            return self._receive_gated(data)
+        try:
+            if len(self._outgoing) == 1 and len(data) >= _ONE_PASS_SIZE:
+                message = self._awaited(data)
+            else:
+                message = self._decode(data)
+        except InvalidMessage as exc:
+            return [self._invalid(exc, data)]
+        handler = self._handlers.get(message.__class__)
+        if handler is not None:
+            return handler(message)
+        return self._unhandled(message, data, False)
+
+    def _awaited(self, data: bytes) -> Any:
+        """``codec.decode`` while one request is outstanding: its response, the likeliest
+        message then, comes with its result typed in the same pass."""
+        record = next(iter(self._outgoing.values()))
+        if record.method == "initialize":
+            return self._decode(data)  # typed by the revision its answer names
+        try:
+            return self._codec.decode_response(data, record.method, task=record.task)
+        except InvalidMessage:
+            return self._decode(data)  # an invalid result is reported for its request
+
+    def _receive_gated(self, data: bytes) -> list[Event]:
+        """``receive`` while the lifecycle gates what may arrive."""
+        if self._life.phase is Phase.CLOSED:
+            return [self._violation(Rule.SESSION_CLOSED, "the session is closed")]
+        try:
+            message = self._decode(data)
+        except InvalidMessage as exc:
+            return [self._invalid(exc, data)]
+        return self._deliver(message, data, True)
+
+    def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:
+        """The events of a decoded message, the lifecycle gate checked first if
+        ``gated``."""
+        handler = self._handlers.get(message.__class__)
+        if handler is None:
+            return self._unhandled(message, data, gated)
+        if gated:
+            problem = self._gate(message)
+            if problem is not None:
+                return [problem]
+        return handler(message)
+
+    def _unhandled(self, message: Any, data: bytes, gated: bool) -> list[Event]:
+        """A batch, or a message of the wrong direction."""
+        if message.__class__ is list:
+            return self._receive_batch(message, data, gated)
+        return [self._wrong_direction(message)]
+
+    def _gate(self, message: Any) -> ProtocolViolation | None:
+        """The violation of a request or notification the current phase does not allow
+        (a duplicate request id is reported first)."""
+        method = getattr(message, "method", None)
+        if method is None:
+            return None  # responses: the pending table decides
+        gate = self._life.receive_gate
+        if hasattr(message, "id"):
+            allowed = gate.requests
+            if self._per_request_meta or allowed is None or method in allowed:
+                return None
+            if message.id in self._incoming:
+                return self._duplicate(message)
+            return self._gate_violation(method, message.id)
+        allowed = gate.notifications
+        if allowed is None or method in allowed:
+            return None
+        return self._gate_violation(method, None)
+
+    def _receive_batch(self, items: list[Any], data: bytes, gated: bool) -> list[Event]:
+        """A 2025-03-26 batch: the events of every member; the answers go out together."""
+        batch = self._batch = Batch()
+        events: list[Event] = []
+        try:
+            for index, item in enumerate(items):
+                if isinstance(item, InvalidMessage):
+                    events.append(self._invalid(item, data, index))
+                elif getattr(item, "method", None) == "initialize":
+                    events.append(
+                        self._violation(
+                            Rule.INITIALIZE_IN_BATCH,
+                            "initialize is never part of a batch",
+                            request_id=item.id,
+                            method="initialize",
+                            answer=True,
+                        )
+                    )
+                else:
+                    events.extend(self._deliver(item, data, gated))
+        finally:
+            self._batch = None
+        if not batch.complete:
+            self._open_batches.append(batch)
+        return events
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def _refuse_capability(self, message: Any) -> list[Event]:
+        if message.id in self._incoming:
+            return [self._duplicate(message)]
+        return [self._capability_violation(message, self._refused[message.__class__])]
+
+    def _on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
+        """Take in a request of the peer that may arrive now: a duplicate id, the
+        capability of a task-augmented request or URL elicitation and the progress token
+        checked, the pending-table record and the event made. ``checked`` is the
+        request's ``_meta`` in the stateless model."""
+        request_id = message.id
+        if request_id in self._incoming:
+            return [self._duplicate(message)]
+        params = message.params
+        cls = message.__class__
+        task = False
+        if cls in self._param_classes:
+            task = cls in self._task_classes and params.task is not UNSET
+            if task or cls in self._mode_classes:
+                missing = self._own_gate.missing(message)
+                if missing is not None:
+                    return [self._capability_violation(message, missing)]
+        # params_meta(params), inline: a Struct's meta, else the open params' _meta.
+        meta = getattr(params, "meta", None)
+        if meta.__class__ is dict:
+            token = meta.get("progressToken")
+        elif meta is None and params.__class__ is dict:
+            token = self._loose_token(message)
+            if token.__class__ is ProtocolViolation:
+                return [token]
+        else:
+            token = None
+        if token is not None:
+            if token.__class__ is not str and token.__class__ is not int:
+                return [
+                    self._refuse(
+                        message,
+                        Rule.INVALID_PARAMS,
+                        f"not a string or an integer: {token!r}",
+                        "$.params._meta.progressToken",
+                    )
+                ]
+            if not self._reporting.begin(token, request_id):
+                return [
+                    self._refuse(
+                        message,
+                        Rule.PROGRESS_TOKEN_IN_USE,
+                        f"progress token {token!r} is in use by another active request",
+                        "$.params._meta.progressToken",
+                    )
+                ]
+        method = message.method
+        batch = self._batch
+        if checked is None:
+            self._incoming[request_id] = IncomingRequest(request_id, method, token, task, batch)
+            event = RequestReceived(
+                request=message, request_id=request_id, method=method, progress_token=token
+            )
+        else:
+            level = checked.log_level
+            self._incoming[request_id] = IncomingRequest(
+                request_id,
+                method,
+                token,
+                task,
+                batch,
+                None if level is None else LEVELS[level],
+                checked.capabilities_json,
+            )
+            event = RequestReceived(
+                request=message,
+                request_id=request_id,
+                method=method,
+                progress_token=token,
+                protocol_version=checked.version,
+                client_capabilities=checked.capabilities,
+                client_info=checked.client_info,
+                log_level=level,
+            )
+        if batch is not None:
+            batch.waiting.add(request_id)
+        return [event]
+
+    def _loose_token(self, message: Any) -> Any:
+        """The progress token in the open params (a plain object) of ``ping``,
+        ``roots/list``, ... up to 2025-06-18, or a violation when ``_meta`` is not an
+        object."""
+        meta = message.params.get("_meta")
+        if meta is None or meta.__class__ is dict:
+            return None if meta is None else meta.get("progressToken")
+        return self._refuse(
+            message, Rule.INVALID_PARAMS, f"not an object: {meta!r}", "$.params._meta"
+        )
+
+    # -- notifications -----------------------------------------------------------------------------
+
+    def _on_notification(self, message: Any) -> list[Event]:
+        return [NotificationReceived(notification=message, method=message.method)]
+
+    def _on_cancelled(self, message: Any) -> list[Event]:
+        """The peer cancelled a request of its own: drop it, never answer it."""
+        request_id = message.params.request_id
+        record = self._incoming.get(request_id)
+        if record is None:
+            return [self._cancelled(message, False)]
+        if record.method == "initialize":
+            return [
+                self._violation(
+                    Rule.CANCEL_INITIALIZE,
+                    "the initialize request cannot be cancelled",
+                    path="$.params.requestId",
+                    method=message.method,
+                )
+            ]
+        del self._incoming[request_id]
+        self._pending.cancelled_in.add(request_id)
+        if record.progress_token is not None:
+            self._reporting.finish(record.progress_token, cancelled=True)
+        self._subscriptions.closed(request_id)
+        events: list[Event] = [self._cancelled(message, True)]
+        batch = record.batch
+        if batch is not None:
+            batch.waiting.discard(request_id)
+            flushed = self._flush_batch(batch)
+            if flushed:
+                events.append(Outgoing(data=flushed, message=list(batch.responses)))
+        return events
+
+    @staticmethod
+    def _cancelled(message: Any, active: bool) -> RequestCancelled:
+        params = message.params
+        return RequestCancelled(
+            notification=message,
+            request_id=params.request_id,
+            reason=None if params.reason is UNSET else params.reason,
+            active=active,
+        )
+
+    def _on_progress(self, message: Any) -> list[Event]:
+        params = message.params
+        token = params.progress_token
+        progress = params.progress
+        # Tokens.step, inline for the usual case: an active token, increasing progress.
+        track = self._expected.active.get(token)
+        if track is not None and (track.last is None or progress > track.last):
+            track.last = progress
+            total = params.total
+            text = getattr(params, "message", UNSET)
+            return [
+                ProgressReceived(
+                    notification=message,
+                    progress_token=token,
+                    progress=progress,
+                    total=None if total is UNSET else total,
+                    message=None if text is UNSET else text,
+                    request_id=track.request_id,
+                )
+            ]
+        verdict = self._expected.step(token, progress)
+        if verdict is IGNORE:
+            return []  # crossed this side's cancellation of the request
+        assert isinstance(verdict, Rule)
+        request_id = None
+        if verdict is Rule.PROGRESS_NOT_INCREASING:
+            reason, path = f"progress {progress!r} does not increase", "$.params.progress"
+            request_id = self._expected.active[token].request_id
+        elif verdict is Rule.PROGRESS_AFTER_COMPLETION:
+            reason = f"progress for token {token!r} after its request completed"
+            path = "$.params.progressToken"
+        else:
+            reason = f"no active request has progress token {token!r}"
+            path = "$.params.progressToken"
+        return [
+            self._violation(
+                verdict, reason, path=path, request_id=request_id, method=message.method
+            )
+        ]
+
+    def _on_task_status(self, message: Any) -> list[Event]:
+        params = message.params
+        if params.status in TERMINAL_TASK_STATUSES:
+            self._progress.task_finished(params.task_id)
+        return self._on_notification(message)
+
+    # -- responses --------------------------------------------------------------------------------
+
+    def _on_result(self, response: ResultResponse) -> list[Event]:
+        record = self._outgoing.pop(response.id, None)
+        if record is None:
+            return self._stray(response.id)
+        if record.method == "initialize":
+            return self._on_initialize_result(record, response)
+        result = response.result
+        if result.__class__ is msgspec.Raw:  # else typed already (``_awaited``)
+            try:
+                result = self._codec.decode_result(record.method, result, task=record.task)
+            except InvalidMessage as exc:
+                self._settle_outgoing(record, None)
+                return [self._invalid_result(record, exc)]
+        return self._on_typed_result(record, result)
+
+    def _on_typed_result(self, record: OutgoingRequest, result: Any) -> list[Event]:
+        received = ResponseReceived(
+            request_id=record.id, method=record.method, result=result, request=record.request
+        )
+        if record.plain:
+            return [received]
+        problem = self._check_result(record, result)
+        self._settle_outgoing(record, result)
+        if problem is not None:
+            return [problem]
+        events: list[Event] = [received]
+        self._after_result(record, result, events)
+        return events
+
+    def _settle_outgoing(self, record: OutgoingRequest, result: Any) -> None:
+        """A request of this side was answered (``result`` ``None`` for an error)."""
+        self._settle(self._expected, record, result)
+        if record.method == "tasks/result":
+            task_id = getattr(getattr(record.request, "params", None), "task_id", None)
+            if isinstance(task_id, str):
+                self._progress.task_finished(task_id)
+
+    def _stray(self, request_id: RequestId) -> list[Event]:
+        """A response to no outstanding request: ignored after a cancellation, else a
+        violation."""
+        if self._pending.cancelled_out.discard(request_id):
+            return []  # a response after cancellation is ignored
+        return [
+            self._violation(
+                Rule.UNKNOWN_RESPONSE_ID,
+                f"no outstanding request has id {request_id!r}",
+                path="$.id",
+                request_id=request_id,
+            )
+        ]
+
+    def _result_violation(
+        self, record: OutgoingRequest, rule: Rule, reason: str, path: str
+    ) -> ProtocolViolation:
+        """The violation of a result for ``record`` (never answered)."""
+        return self._violation(rule, reason, path=path, request_id=record.id, method=record.method)
+
+    def _invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
+        return self._result_violation(record, Rule.INVALID_RESULT, exc.reason, exc.path)
+
+    def _on_error(self, response: ErrorResponse) -> list[Event]:
+        request_id = response.id
+        if request_id is None or request_id is UNSET:
+            # The peer could not read a message of this side (id null, or left out).
+            return [ErrorReceived(request_id=None, method=None, error=response.error, request=None)]
+        record = self._outgoing.pop(request_id, None)
+        if record is None:
+            return self._stray(request_id)
+        self._settle_outgoing(record, None)
+        events: list[Event] = [
+            ErrorReceived(
+                request_id=record.id,
+                method=record.method,
+                error=response.error,
+                request=record.request,
+            )
+        ]
+        self._after_error(record, response.error, events)
+        return events
+
+    # -- what a side adds ----------------------------------------------------------------------
+
+    def _on_initialize_result(
+        self, record: OutgoingRequest, response: ResultResponse
+    ) -> list[Event]:
+        """The answer to ``initialize``, which only a client sends."""
+        raise NotImplementedError
+
+    def _check_result(self, record: OutgoingRequest, result: Any) -> ProtocolViolation | None:
+        """What is wrong with a typed result beyond its type."""
+        return None
+
+    def _after_result(self, record: OutgoingRequest, result: Any, events: list[Event]) -> None:
+        """Bookkeeping after a result of ``record.method``; may add events."""
+
+    def _after_error(
+        self, record: OutgoingRequest, error: ErrorObject, events: list[Event]
+    ) -> None:
+        """Bookkeeping after an error response; may add events."""

@@ -1,0 +1,365 @@
+"""Sending: a generated message in, the bytes to write out.
+
+``send`` checks a message against every rule the session keeps before it records
+anything: the revision and direction of the method, the lifecycle gate, the pending
+table, the peer's capabilities, progress tokens, and what only one side checks (the
+hooks ``_before_request``, ``_stamp``, ``_before_notification``, ``_before_result``,
+``_before_error`` of :class:`~mcpspec.runtime.server.ServerSession` and
+:class:`~mcpspec.runtime.client.ClientSession`). A message that breaks a rule raises a
+:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves no trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from .capabilities import as_json, has_capability, required_capability
+from .core import Sendable, SessionCore, is_id, params_meta
+from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from .errors import ErrorCode
+from .misuse import (
+    CapabilityError,
+    ProgressError,
+    RequestIdError,
+    RevisionError,
+    SessionClosed,
+    StateError,
+)
+from .pending import IncomingRequest, OutgoingRequest
+from .progress import IGNORE, TERMINAL_TASK_STATUSES
+from .rules import RULES, Rule
+from .state import Phase
+from .stateless import LISTEN
+
+__all__ = ["Outbound"]
+
+#: Methods whose results update more than the pending table.
+_RESULT_HOOKED: Final = frozenset(
+    {"initialize", "server/discover", LISTEN, "tasks/get", "tasks/cancel", "tasks/result"}
+)
+
+
+def _with_token(message: Any, token: Any) -> Any:
+    """``message`` with ``token`` in ``params._meta.progressToken``."""
+    params = message.params
+    if params is UNSET:
+        declared = {f.name: f.type for f in msgspec.structs.fields(type(message))}
+        params = msgspec.convert({"_meta": {"progressToken": token}}, declared["params"])
+    elif params.__class__ is dict:
+        meta = params.get("_meta")
+        params = {
+            **params,
+            "_meta": {**(meta if isinstance(meta, dict) else {}), "progressToken": token},
+        }
+    elif hasattr(params, "meta"):
+        meta = {} if params.meta is UNSET else params.meta
+        params = msgspec.structs.replace(params, meta={**meta, "progressToken": token})
+    else:
+        raise TypeError(
+            f"the params of {type(message).__name__} have no _meta to carry a progress token"
+        )
+    return msgspec.structs.replace(message, params=params)
+
+
+class Outbound(SessionCore):
+    """The sending half of a session."""
+
+    def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
+        """The bytes of ``message`` (a generated request or notification of the revision
+        in use, or a :class:`ResultResponse`/:class:`ErrorResponse`) after checking it
+        against every rule the session keeps; ``b""`` when there is nothing to write (an
+        answer to a request the peer cancelled, or a 2025-03-26 batch still waiting for
+        other answers).
+
+        ``progress_token`` asks the peer for progress on a request: it is put into
+        ``params._meta.progressToken`` (building the params when the request has none),
+        the same as sending the request with it there.
+
+        Raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass when the
+        message breaks a rule; nothing is recorded then.
+        """
+        if self._life.phase is Phase.CLOSED:
+            raise SessionClosed(Rule.SESSION_CLOSED, "the session is closed")
+        if isinstance(message, ResultResponse):
+            return self._send_result(message)
+        if isinstance(message, ErrorResponse):
+            return self._send_error(message)
+        cls = type(message)
+        method = getattr(cls, "method", None)
+        if not isinstance(method, str) or not isinstance(message, msgspec.Struct):
+            raise TypeError(
+                f"send() takes a generated request or notification, a ResultResponse or an "
+                f"ErrorResponse; got {cls.__name__}"
+            )
+        if cls.__module__ != self._module.__name__:
+            raise RevisionError(
+                Rule.WRONG_REVISION,
+                f"{cls.__module__}.{cls.__name__} is not a type of revision "
+                f"{self._codec.revision} (use session.types)",
+            )
+        if hasattr(message, "id"):
+            return self._send_request(message, method, progress_token)
+        if progress_token is not None:
+            raise TypeError("progress_token is for requests")
+        return self._send_notification(message, method)
+
+    def send_batch(self, messages: Sequence[Sendable]) -> bytes:
+        """The bytes of a JSON-RPC batch of requests and notifications (revision
+        2025-03-26 only). If one member is refused, the requests registered before it
+        are forgotten and the exception propagates."""
+        if not self._codec.batches:
+            raise RevisionError(
+                Rule.BATCH_NOT_ALLOWED,
+                f"revision {self._codec.revision} has no JSON-RPC batches",
+            )
+        if not messages:
+            raise RevisionError(Rule.BATCH_NOT_ALLOWED, "a batch cannot be empty")
+        parts: list[bytes] = []
+        registered: list[RequestId] = []
+        try:
+            for message in messages:
+                if isinstance(message, (ResultResponse, ErrorResponse)):
+                    raise TypeError("send_batch() takes requests and notifications")
+                if getattr(type(message), "method", None) == "initialize":
+                    raise StateError(Rule.INITIALIZE_IN_BATCH, "initialize is never batched")
+                part = self.send(message)
+                request_id = getattr(message, "id", None)
+                if request_id is not None:
+                    registered.append(request_id)
+                if part:
+                    parts.append(part)
+        except Exception:
+            for request_id in registered:
+                record = self._outgoing.pop(request_id, None)
+                if record is not None and record.progress_token is not None:
+                    self._expected.active.pop(record.progress_token, None)
+            raise
+        return b"[" + b",".join(parts) + b"]"
+
+    def cancel(self, request_id: RequestId, reason: str | None = None) -> bytes:
+        """Send ``notifications/cancelled`` for an outstanding request of this side; its
+        late response will be ignored."""
+        module = self._module
+        params = module.CancelledNotificationParams(
+            request_id=request_id, reason=UNSET if reason is None else reason
+        )
+        return self.send(module.CancelledNotification(params=params))
+
+    def internal_error(
+        self, request_id: RequestId, message: str = "Internal error", data: Any = UNSET
+    ) -> bytes:
+        """Answer a request whose handler failed with -32603."""
+        error = ErrorObject(code=int(ErrorCode.INTERNAL_ERROR), message=message, data=data)
+        return self.send(ErrorResponse(id=request_id, error=error))
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _check_method(
+        self, method: str, kind: str, own: Mapping[str, Any], allowed: frozenset[str] | None
+    ) -> None:
+        """A ``kind`` (request or notification) of ``method`` is one this side sends in the
+        revision in use (``own``), and one the lifecycle lets through now (``allowed``)."""
+        if method not in own:
+            raise RevisionError(
+                Rule.METHOD_NOT_FOUND,
+                f"{method!r} is not a {self._role.value} {kind} in revision {self._codec.revision}",
+            )
+        if allowed is not None and method not in allowed:
+            raise StateError(
+                Rule.NOT_INITIALIZED, f"cannot send {method!r} in phase {self._life.phase.value}"
+            )
+
+    def _send_request(self, message: Any, method: str, token_arg: int | str | None) -> bytes:
+        self._check_method(method, "request", self._own_requests, self._life.send_gate.requests)
+        request_id = message.id
+        if request_id in self._outgoing:
+            raise RequestIdError(
+                Rule.DUPLICATE_REQUEST_ID, f"request id {request_id!r} is already outstanding"
+            )
+        self._before_request(message, method)
+        peer_caps = self._peer_caps
+        if peer_caps is not None:
+            path = required_capability(message, self._peer_table, self._peer_defined)
+            if path is not None and not has_capability(peer_caps, path):
+                raise CapabilityError(
+                    Rule.CAPABILITY_NOT_DECLARED,
+                    f"the peer did not declare the {'.'.join(path)} capability {method} needs",
+                )
+        message, caps_json, log_level = self._stamp(message)
+        params: Any = getattr(message, "params", None)
+        meta = params_meta(params)
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if token_arg is not None and token_arg != token:
+            if token is not None:
+                raise ProgressError(
+                    Rule.PROGRESS_TOKEN_IN_USE,
+                    "progress_token differs from params._meta.progressToken",
+                )
+            message = _with_token(message, token_arg)
+            params = message.params
+            token = token_arg
+        if token is not None:
+            if not is_id(token):
+                raise ProgressError(
+                    Rule.INVALID_PARAMS, f"a progress token is a string or an integer: {token!r}"
+                )
+            if token in self._expected.active:
+                raise ProgressError(
+                    Rule.PROGRESS_TOKEN_IN_USE,
+                    f"progress token {token!r} is in use by another active request",
+                )
+        data = self._codec.encode(message)
+        task = getattr(params, "task", UNSET) is not UNSET and method in self._codec.task_results
+        self._outgoing[request_id] = OutgoingRequest(
+            request_id,
+            method,
+            message,
+            task=task,
+            progress_token=token,
+            log_level=log_level,
+            capabilities=caps_json,
+            plain=token is None
+            and not task
+            and method not in _RESULT_HOOKED
+            and method not in self._input_methods,
+        )
+        if token is not None:
+            self._expected.begin(token, request_id)
+        if method == LISTEN:
+            self._subscriptions.opened(request_id, as_json(params.notifications))
+        self._after_request(message, method)
+        return data
+
+    def _before_request(self, message: Any, method: str) -> None:
+        """Checks of one side before a request is recorded (may raise)."""
+
+    def _after_request(self, message: Any, method: str) -> None:
+        """Bookkeeping of one side after a request is recorded."""
+
+    def _stamp(self, message: Any) -> tuple[Any, dict[str, Any] | None, int | None]:
+        """The request to send (a side may add to it), the client capabilities it
+        declares and the rank of its log level (2026-07-28)."""
+        return message, None, None
+
+    # -- notifications ------------------------------------------------------------------------
+
+    def _send_notification(self, message: Any, method: str) -> bytes:
+        self._check_method(
+            method, "notification", self._own_notifications, self._life.send_gate.notifications
+        )
+        if method == "notifications/cancelled":
+            self._send_cancel(message)
+        elif method == "notifications/progress":
+            params = message.params
+            verdict = self._reporting.step(params.progress_token, params.progress)
+            if verdict is IGNORE:
+                return b""  # the peer cancelled the request: nothing to report to
+            if isinstance(verdict, Rule):
+                raise ProgressError(
+                    verdict,
+                    f"progress {params.progress!r} for token {params.progress_token!r}: "
+                    f"{RULES[verdict].summary}",
+                )
+        elif method == "notifications/tasks/status":
+            if message.params.status in TERMINAL_TASK_STATUSES:
+                self._progress.task_finished(message.params.task_id)
+        else:
+            self._before_notification(message, method)
+        return self._codec.encode(message)
+
+    def _before_notification(self, message: Any, method: str) -> None:
+        """Checks of one side of other notifications (may raise)."""
+
+    def _send_cancel(self, message: Any) -> None:
+        """This side cancels a request it sent: its late response will be ignored."""
+        request_id = message.params.request_id
+        record = self._outgoing.get(request_id)
+        if record is None:
+            raise RequestIdError(
+                Rule.UNKNOWN_RESPONSE_ID,
+                f"no outstanding request of this side has id {request_id!r}",
+            )
+        if record.method == "initialize":
+            raise StateError(Rule.CANCEL_INITIALIZE, "the initialize request cannot be cancelled")
+        del self._outgoing[request_id]
+        self._pending.cancelled_out.add(request_id)
+        if record.progress_token is not None:
+            self._expected.finish(record.progress_token, cancelled=True)
+        if record.log_level is not None:
+            current = self._cancelled_log_level
+            if current is None or record.log_level < current:
+                self._cancelled_log_level = record.log_level
+        self._subscriptions.closed(request_id)
+
+    # -- answers ----------------------------------------------------------------------------------
+
+    def _incoming_record(self, request_id: Any) -> IncomingRequest | None:
+        """The peer's request an answer is for; ``None`` if the peer cancelled it."""
+        record = self._incoming.get(request_id)
+        if record is None:
+            if request_id in self._pending.cancelled_in:
+                return None
+            raise RequestIdError(
+                Rule.UNKNOWN_RESPONSE_ID,
+                f"no request of the peer with id {request_id!r} awaits an answer",
+            )
+        return record
+
+    def _send_result(self, response: ResultResponse) -> bytes:
+        record = self._incoming_record(response.id)
+        if record is None:
+            return b""  # the peer cancelled it: send nothing
+        if record.rejected:
+            raise RequestIdError(
+                Rule.INVALID_REQUEST,
+                f"request {response.id!r} broke a rule: answer it with the violation's "
+                "error response",
+            )
+        result = response.result
+        if not isinstance(result, self._result_classes_of(record.method, record.task)):
+            raise RevisionError(
+                Rule.INVALID_RESULT,
+                f"{type(result).__name__} is not a result of {record.method} in revision "
+                f"{self._codec.revision}",
+            )
+        response = self._before_result(record, response)
+        data = self._codec.encode(response)
+        del self._incoming[response.id]
+        self._settle(self._reporting, record, result)
+        return self._answer_batch(record, response, data)
+
+    def _before_result(self, record: IncomingRequest, response: ResultResponse) -> ResultResponse:
+        """Checks and changes of one side of an outgoing result (may raise)."""
+        return response
+
+    def _send_error(self, response: ErrorResponse) -> bytes:
+        request_id = response.id
+        if request_id is None or request_id is UNSET:
+            for batch in self._open_batches:
+                if batch.null_owed:
+                    batch.null_owed -= 1
+                    batch.responses.append(response)
+                    return self._flush_batch(batch)
+            if not self._pending.null_owed:
+                raise RequestIdError(
+                    Rule.UNKNOWN_RESPONSE_ID,
+                    "an error response with id null answers only an unreadable request "
+                    "(send a violation's response)",
+                )
+            self._pending.null_owed -= 1
+            return self._codec.encode(response)
+        record = self._incoming_record(request_id)
+        if record is None:
+            return b""
+        self._before_error(record, response)
+        data = self._codec.encode(response)
+        del self._incoming[request_id]
+        self._settle(self._reporting, record, None)
+        return self._answer_batch(record, response, data)
+
+    def _before_error(self, record: IncomingRequest, response: ErrorResponse) -> None:
+        """Bookkeeping of one side of an outgoing error response."""

@@ -39,7 +39,8 @@ T = TypeVar("T")
 #: Struct, or a response envelope.
 Message: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
-_ID = b'"id"'
+#: An ``"id"`` member: notifications rarely hold one anywhere, so a hit is looked at closer.
+_ID_MEMBER = re.compile(rb'"id"\s*:')
 #: Below this size a message is tried as a request or notification first: a wrong guess
 #: costs less than looking closer.
 _SMALL = 512
@@ -185,7 +186,7 @@ class Codec:
             return None
         # A notification method sent with an id is a request for an unknown method; the
         # classifier looks closer when "id" shows anywhere (rare in notifications).
-        if type(message) in self._notification_types and _ID in data:
+        if type(message) in self._notification_types and _ID_MEMBER.search(data) is not None:
             return None
         return message
 

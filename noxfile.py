@@ -45,3 +45,11 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on the installed package: runtime, generated revisions, generator."""
     session.install(".[codegen]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks against orjson and the official SDK; ``-- --smoke`` checks the harness
+    only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table."""
+    session.install(".[bench]")
+    session.run("python", "bench/run.py", *session.posargs)

@@ -57,7 +57,7 @@ class InvalidMessage(ValueError):
 
 
 #: The standard ``message`` of each error code's response.
-ERROR_MESSAGES: dict[ErrorCode, str] = {
+ERROR_MESSAGES: dict[int, str] = {
     ErrorCode.PARSE_ERROR: "Parse error",
     ErrorCode.INVALID_REQUEST: "Invalid request",
     ErrorCode.METHOD_NOT_FOUND: "Method not found",

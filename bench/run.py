@@ -26,7 +26,8 @@ Operations, per corpus message (``bench/corpus.py``):
   what a client sends, ``ClientSession`` for what a server sends), when mcpspec has them;
 * ``direct msgspec``: reference, not a target: one ``msgspec.json.Decoder`` of the
   message's exact type (``<Method>ResultResponse`` or the request Struct), what a
-  single-pass decode with the method known costs;
+  single-pass decode with the method known costs (for a 2026-07-28 result union tagged
+  by ``resultType`` msgspec needs a second pass when the tag follows the body);
 * ``SDK typed``: the official SDK (``mcp-types`` 2.3.0) decode path,
   ``jsonrpc_message_adapter.validate_json`` and then the typed model of the method
   (``MONOLITH_REQUESTS`` / ``MONOLITH_NOTIFICATIONS`` row ``model_validate``, or a

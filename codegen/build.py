@@ -414,6 +414,7 @@ class _Builder:
                 t = ANY
             required = len(versions) == len(arms) and all(v.required for v in versions)
             fields.append(Field(snake_case(wire), wire, t, required, None, versions[0].doc))
+        merged_type = {f.wire: f.type for f in fields}
         checks = tuple(
             Arm(
                 arm.name,
@@ -427,7 +428,7 @@ class _Builder:
                     (f.wire, kinds)
                     for f in self.struct_fields_with_tag(arm)
                     if (kinds := self.primitive_kinds(f.type))
-                    and next(m for m in fields if m.wire == f.wire).type == ANY
+                    and self.primitive_kinds(merged_type[f.wire]) != kinds
                 ),
             )
             for arm in arms

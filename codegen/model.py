@@ -63,7 +63,8 @@ class Arm:
     name: str
     required: tuple[str, ...]
     consts: tuple[tuple[str, tuple[str | int | bool, ...]], ...]
-    #: Untyped merged fields this member declares as primitives: wire name -> kinds.
+    #: Primitive fields this member declares more narrowly than the merged Struct types
+    #: them (untyped, or a wider union): wire name -> the member's JSON kinds.
     kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 

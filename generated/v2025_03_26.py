@@ -581,7 +581,7 @@ class JSONRPCResponseOrJSONRPCError(msgspec.Struct, kw_only=True):
 
 
 _JSONRPCResponseOrJSONRPCError_MEMBERS: Final = (
-    Member("JSONRPCResponse", required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("result", "result")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=()),
+    Member("JSONRPCResponse", required=(("id", "id"), ("jsonrpc", "jsonrpc"), ("result", "result")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=(("id", "id", ("str", "int")),)),
     Member("JSONRPCError", required=(("error", "error"), ("id", "id"), ("jsonrpc", "jsonrpc")), constants=(("jsonrpc", "jsonrpc", ("2.0",)),), kinds=()),
 )
 

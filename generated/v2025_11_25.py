@@ -900,11 +900,11 @@ class EnumSchema(msgspec.Struct, kw_only=True):
 
 
 _EnumSchema_MEMBERS: Final = (
-    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
-    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
+    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
     Member("UntitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
     Member("TitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
-    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
 )
 
 
@@ -1591,14 +1591,14 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
-    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)), ("format", "format", ("date", "date-time", "email", "uri"))), kinds=(("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
-    Member("NumberSchema", required=(("type", "type"),), constants=(("type", "type", ("integer", "number")),), kinds=(("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
-    Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=()),
-    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
-    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("StringSchema", required=(("type", "type"),), constants=(("type", "type", ("string",)), ("format", "format", ("date", "date-time", "email", "uri"))), kinds=(("default", "default", ("str",)), ("max_length", "maxLength", ("int",)), ("min_length", "minLength", ("int",)))),
+    Member("NumberSchema", required=(("type", "type"),), constants=(("type", "type", ("integer", "number")),), kinds=(("default", "default", ("int", "float")), ("maximum", "maximum", ("int", "float")), ("minimum", "minimum", ("int", "float")))),
+    Member("BooleanSchema", required=(("type", "type"),), constants=(("type", "type", ("boolean",)),), kinds=(("default", "default", ("bool",)),)),
+    Member("UntitledSingleSelectEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
+    Member("TitledSingleSelectEnumSchema", required=(("type", "type"), ("one_of", "oneOf")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
     Member("UntitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
     Member("TitledMultiSelectEnumSchema", required=(("type", "type"), ("items", "items")), constants=(("type", "type", ("array",)),), kinds=(("max_items", "maxItems", ("int",)), ("min_items", "minItems", ("int",)))),
-    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=()),
+    Member("LegacyTitledEnumSchema", required=(("type", "type"), ("enum", "enum")), constants=(("type", "type", ("string",)),), kinds=(("default", "default", ("str",)),)),
 )
 
 

@@ -200,7 +200,8 @@ class Codec:
         """
         if isinstance(data, str):
             data = data.encode()
-        if _looks_like_message(data):
+        # A response is expected: only the cheap prefix test, not the closer look.
+        if data.startswith(_MESSAGE_STARTS):
             return self.decode(data)
         decoder = self._response_decoders.get((method, task))
         if decoder is None:

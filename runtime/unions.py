@@ -46,6 +46,10 @@ def _is_kind(value: object, kinds: tuple[str, ...]) -> bool:
 def check_members(value: object, members: tuple[Member, ...]) -> None:
     """Return if ``value`` is an instance of at least one member, else raise
     ``ValueError`` naming what each member misses."""
+    # The common case first, on every decode: a member matches; nothing is allocated.
+    for member in members:
+        if _matches(value, member):
+            return
     problems = []
     for member in members:
         missing = [wire for attr, wire in member.required if getattr(value, attr) is UNSET]
@@ -66,6 +70,21 @@ def check_members(value: object, members: tuple[Member, ...]) -> None:
         what += [f"{w} is not {' or '.join(kinds)}" for w, kinds in mistyped]
         problems.append(f"{member.name} ({'; '.join(what)})")
     raise ValueError(f"matches none of the union's members: {', '.join(problems)}")
+
+
+def _matches(value: object, member: Member) -> bool:
+    for attr, _ in member.required:
+        if getattr(value, attr) is UNSET:
+            return False
+    for attr, _, allowed in member.constants:
+        got = getattr(value, attr)
+        if got is not UNSET and got not in allowed:
+            return False
+    for attr, _, kinds in member.kinds:
+        got = getattr(value, attr)
+        if got is not UNSET and not _is_kind(got, kinds):
+            return False
+    return True
 
 
 def member_value(member: Member, wire: str) -> str:

@@ -363,6 +363,9 @@ def test_merged_union_members_restrict_enumerations() -> None:
         rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"string","minLength":true}')
     number = rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"number","minimum":1.5}')
     assert number.minimum == 1.5
+    # `default` is typed per member: a boolean schema's default is a boolean.
+    with pytest.raises(InvalidMessage, match="BooleanSchema \\(default is not bool\\)"):
+        rev.codec.decode_as(rev.PrimitiveSchemaDefinition, b'{"type":"boolean","default":3}')
 
 
 def test_decode_response_types_the_result_in_one_pass(rev: ModuleType) -> None:

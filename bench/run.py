@@ -508,24 +508,16 @@ class MessageResult:
     def row(self) -> dict[str, Any]:
         """The JSON form: per operation, median µs and ratios."""
         ops: dict[str, Any] = {}
-        for op in self.decode.rounds:
-            entry = {
-                "median_us": self.decode.median_us(op),
-                "min_us": min(self.decode.rounds[op]) * 1e6,
-                "ratio_to_floor": self.decode.ratio(op, FLOOR),
-            }
-            if SDK in self.decode.rounds:
-                entry["sdk_ratio"] = self.decode.ratio(SDK, op)
-            ops[op] = entry
-        for op in self.encode.rounds:
-            entry = {
-                "median_us": self.encode.median_us(op),
-                "min_us": min(self.encode.rounds[op]) * 1e6,
-                "ratio_to_floor": self.encode.ratio(op, ENC_FLOOR),
-            }
-            if ENC_SDK in self.encode.rounds:
-                entry["sdk_ratio"] = self.encode.ratio(ENC_SDK, op)
-            ops[op] = entry
+        for timing, floor, sdk in ((self.decode, FLOOR, SDK), (self.encode, ENC_FLOOR, ENC_SDK)):
+            for op in timing.rounds:
+                entry = {
+                    "median_us": timing.median_us(op),
+                    "min_us": min(timing.rounds[op]) * 1e6,
+                    "ratio_to_floor": timing.ratio(op, floor),
+                }
+                if sdk in timing.rounds:
+                    entry["sdk_ratio"] = timing.ratio(sdk, op)
+                ops[op] = entry
         return {"name": self.name, "kind": self.kind, "bytes": self.size, "ops": ops}
 
 

@@ -211,7 +211,7 @@ def _tool(rng: _Rng, index: int, revision: str) -> dict[str, Any]:
 
 # -- message builders ------------------------------------------------------------------------
 
-_CLIENT_INFO: Final = {"name": "claude-desktop", "version": "0.14.2"}
+_CLIENT_INFO: Final = {"name": "example-desktop", "version": "0.14.2"}
 _SERVER_INFO: Final = {"name": "acme-workspace-server", "version": "3.8.1"}
 
 
@@ -280,7 +280,7 @@ def _hello(revision: str) -> tuple[Message, Message]:
     else:
         client_info = dict(_CLIENT_INFO)
         if _at_least(revision, "2025-06-18"):
-            client_info["title"] = "Claude Desktop"
+            client_info["title"] = "Example Desktop"
         req = {
             "jsonrpc": "2.0",
             "id": 1,

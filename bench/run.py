@@ -54,7 +54,6 @@ import asyncio
 import collections
 import cProfile
 import gc
-import importlib
 import io
 import json
 import os
@@ -78,6 +77,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # the corpus module sits next to this script
 
 import mcpspec
+from mcpspec.runtime import (
+    ClientSession,
+    Outgoing,
+    ProgressReceived,
+    RequestReceived,
+    ResponseReceived,
+    ResultResponse,
+    ServerSession,
+)
 
 # -- operation names (the JSON keys and the table columns) -----------------------------------------
 
@@ -262,8 +270,6 @@ def typed_value(codec: Any, message: corpus.Message) -> Any:
     """The typed mcpspec value of ``message`` (what a sender passes to ``encode``)."""
     decoded = codec.decode(message.data)
     if message.kind == "response":
-        from mcpspec.runtime import ResultResponse
-
         return ResultResponse(
             id=decoded.id, result=codec.decode_result(message.method, decoded.result)
         )
@@ -304,7 +310,6 @@ def zero_copy_forwarder(message: corpus.Message) -> Callable[[], Any]:
 
 def full_forwarder(codec: Any, message: corpus.Message) -> Callable[[], Any]:
     """Full typed decode, route, and re-encode before forwarding."""
-    from mcpspec.runtime import ResultResponse
 
     decode, encode, data = codec.decode, codec.encode, message.data
     upstream: collections.deque[bytes] = collections.deque(maxlen=1)
@@ -342,15 +347,6 @@ _INFO: Final = {"name": "mcpspec-bench", "version": "1.0.0"}
 POOL_LOOPS: Final = 32
 
 
-def session_classes() -> tuple[Any, Any] | None:
-    """``(ClientSession, ServerSession)`` from ``mcpspec.runtime``, or ``None`` if absent."""
-    runtime = importlib.import_module("mcpspec.runtime")
-    try:
-        return runtime.ClientSession, runtime.ServerSession
-    except AttributeError:
-        return None
-
-
 def _client_caps(revision: str) -> dict[str, Any]:
     """The client capabilities the benchmark sessions declare in ``revision``."""
     caps: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
@@ -361,13 +357,10 @@ def _client_caps(revision: str) -> dict[str, Any]:
 
 def session_pair(revision: str) -> tuple[Any, Any]:
     """A client and a server session of ``revision``, negotiated and ready."""
-    classes = session_classes()
-    assert classes is not None
-    client_cls, server_cls = classes
-    from mcpspec.runtime import Outgoing, ResultResponse
-
-    server = server_cls([revision], info=_INFO, capabilities=_SERVER_CAPS)
-    client = client_cls([revision], mode=revision, info=_INFO, capabilities=_client_caps(revision))
+    server = _fresh_server(revision)
+    client = ClientSession(
+        [revision], mode=revision, info=_INFO, capabilities=_client_caps(revision)
+    )
     if revision < "2026-07-28":
         request = server.receive(client.start())[-1]
         answer = ResultResponse(id=request.request_id, result=server.initialize_result())
@@ -385,7 +378,7 @@ def _pool(make: Callable[[], Any], size: int) -> list[Any]:
 
 def session_receiver(
     revision: str, codec: Any, message: corpus.Message, settings: Settings
-) -> tuple[Callable[[], Any], int] | None:
+) -> tuple[Callable[[], Any], int]:
     """The receiving session's ``receive(bytes)`` of ``message`` and the batch cap.
 
     The server session receives what a client sends, the client session what a server
@@ -396,11 +389,7 @@ def session_receiver(
     entry is put back, the progress bookkeeping is reset. The handshake messages
     (``initialize`` request and result) change the lifecycle, so each of those calls
     gets a fresh session from a pool built beforehand, in batches of ``POOL_LOOPS``.
-
-    ``None`` while ``mcpspec.runtime`` has no ``ClientSession``/``ServerSession``.
     """
-    if session_classes() is None:
-        return None
     data = message.data
     if message.method == "initialize":
         size = POOL_LOOPS * (settings.rounds + 2)
@@ -449,16 +438,14 @@ def session_receiver(
 
 def _fresh_server(revision: str) -> Any:
     """A new server session of ``revision``, before the handshake."""
-    classes = session_classes()
-    assert classes is not None
-    return classes[1]([revision], info=_INFO, capabilities=_SERVER_CAPS)
+    return ServerSession([revision], info=_INFO, capabilities=_SERVER_CAPS)
 
 
 def _started_client(revision: str) -> Any:
     """A new client session of ``revision`` that has sent its first request."""
-    classes = session_classes()
-    assert classes is not None
-    client = classes[0]([revision], mode=revision, info=_INFO, capabilities=_client_caps(revision))
+    client = ClientSession(
+        [revision], mode=revision, info=_INFO, capabilities=_client_caps(revision)
+    )
     client.start()
     return client
 
@@ -542,9 +529,7 @@ def measure_message(
         CODEC: codec_decoder(codec, message),
     }
     caps: dict[str, int] = {}
-    receiver = session_receiver(revision, codec, message, settings)
-    if receiver is not None:
-        decode_ops[SESSION], caps[SESSION] = receiver
+    decode_ops[SESSION], caps[SESSION] = session_receiver(revision, codec, message, settings)
     decode_ops[DIRECT] = direct_decoder(codec, message)
     decode_ops[SDK] = sdk.decoder(message)
     decode_ops[FWD_RAW] = zero_copy_forwarder(message)
@@ -559,8 +544,7 @@ def measure_message(
         ENC_SDK: lambda: sdk_value.model_dump_json(by_alias=True, exclude_none=True),
     }
     _check_outputs(codec, message, decode_ops, value)
-    if receiver is not None:
-        _check_session(revision, codec, message, settings)
+    _check_session(revision, codec, message, settings)
     decode = time_side_by_side(
         decode_ops,
         rounds=settings.rounds,
@@ -577,7 +561,6 @@ def measure_message(
 def _check_session(revision: str, codec: Any, message: corpus.Message, settings: Settings) -> None:
     """Assert that the session path accepts ``message``, twice in a row, with the event
     a receiver expects (not a ``ProtocolViolation``)."""
-    from mcpspec.runtime import ProgressReceived, RequestReceived, ResponseReceived
 
     expected: type = {
         "request": RequestReceived,
@@ -585,7 +568,6 @@ def _check_session(revision: str, codec: Any, message: corpus.Message, settings:
         "notification": ProgressReceived,
     }[message.kind]
     receiver = session_receiver(revision, codec, message, settings)
-    assert receiver is not None
     for _ in range(2):
         events = receiver[0]()
         assert any(isinstance(e, expected) for e in events), (revision, message.name, events)
@@ -767,17 +749,15 @@ def retained_memory(codec: Any, sdk: Sdk, message: corpus.Message) -> dict[str, 
 # -- echo exchange (sessions) ----------------------------------------------------------------------
 
 
-def mcpspec_echo(revision: str, calls: int) -> dict[str, Any] | None:
+def mcpspec_echo(revision: str, calls: int) -> dict[str, Any]:
     """Echo ``tools/call`` round trips between mcpspec's two sans-IO sessions.
 
     Per call: ``ClientSession.send`` of a ``CallToolRequest`` (bytes),
     ``ServerSession.receive``, ``ServerSession.send`` of the ``CallToolResult``,
     ``ClientSession.receive``; ``sync`` feeds the bytes straight across, ``asyncio`` runs
     each side as a task joined by two ``asyncio.Queue`` of bytes (closer to what the SDK's
-    anyio streams cost). ``None`` while ``mcpspec.runtime`` has no sessions.
+    anyio streams cost).
     """
-    if session_classes() is None:
-        return None
     sync = _mcpspec_echo_sync(revision, calls)
     async_ = asyncio.run(_mcpspec_echo_async(revision, calls))
     return {"calls": calls, **sync, "asyncio_calls_per_s": async_}
@@ -786,14 +766,9 @@ def mcpspec_echo(revision: str, calls: int) -> dict[str, Any] | None:
 def _echo_parts(client: Any) -> tuple[Callable[[int], Any], Callable[[Any], Any]]:
     """Builders of the echo request (by index) and of the echo result (from a request)."""
     module = client.types
-    stateless = client.codec.revision >= "2026-07-28"
 
     def request(i: int) -> Any:
         params = module.CallToolRequestParams(name="echo", arguments={"message": f"hello {i}"})
-        if stateless:
-            params = module.CallToolRequestParams(
-                name="echo", arguments={"message": f"hello {i}"}, meta={}
-            )
         return module.CallToolRequest(id=client.next_id(), params=params)
 
     def result(call: Any) -> Any:
@@ -804,7 +779,6 @@ def _echo_parts(client: Any) -> tuple[Callable[[int], Any], Callable[[Any], Any]
 
 
 def _mcpspec_echo_sync(revision: str, calls: int) -> dict[str, Any]:
-    from mcpspec.runtime import RequestReceived, ResponseReceived, ResultResponse
 
     client, server = session_pair(revision)
     request, result = _echo_parts(client)
@@ -828,7 +802,6 @@ def _mcpspec_echo_sync(revision: str, calls: int) -> dict[str, Any]:
 
 
 async def _mcpspec_echo_async(revision: str, calls: int) -> float:
-    from mcpspec.runtime import RequestReceived, ResponseReceived, ResultResponse
 
     client, server = session_pair(revision)
     request, result = _echo_parts(client)
@@ -1083,13 +1056,10 @@ def markdown_tables(report: dict[str, Any]) -> str:
         if echo:
             parts = []
             mine, theirs = echo.get("mcpspec"), echo.get("sdk")
-            if mine:
-                parts.append(
-                    f"mcpspec {mine['calls_per_s']:,.0f} calls/s sans-IO, "
-                    f"{mine['asyncio_calls_per_s']:,.0f} calls/s over asyncio queues"
-                )
-            else:
-                parts.append("mcpspec not measured (no sessions)")
+            parts.append(
+                f"mcpspec {mine['calls_per_s']:,.0f} calls/s sans-IO, "
+                f"{mine['asyncio_calls_per_s']:,.0f} calls/s over asyncio queues"
+            )
             if theirs:
                 parts.append(f"official SDK {theirs['calls_per_s']:,.0f} calls/s")
             else:
@@ -1202,17 +1172,29 @@ def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         )
         targets[-1].update(detail)
 
+    def add_corpus_median(
+        target: str, op: str, key: str, limit: float, at_most: bool, digits: int
+    ) -> bool:
+        """A target on the corpus median of each revision; False when not measured."""
+        meds = corpus_medians(op, key)
+        if not meds:
+            return False
+        worst_rev = (max if at_most else min)(meds, key=lambda r: meds[r])
+        add(
+            target,
+            f"{'≤' if at_most else '≥'} {limit:.{1 if limit < 10 else 0}f}{X}",
+            ", ".join(f"{r}: {v:.{digits}f}{X}" for r, v in meds.items()),
+            f"{worst_rev}: {meds[worst_rev]:.{digits}f}{X}",
+            all((v <= limit) if at_most else (v >= limit) for v in meds.values()),
+            per_revision=meds,
+        )
+        return True
+
     # 1. codec.decode vs orjson.loads
-    meds = corpus_medians(CODEC, "ratio_to_floor")
-    worst_rev = max(meds, key=lambda r: meds[r])
-    add(
+    add_corpus_median(
         "codec.decode (+decode_result) ÷ orjson.loads, corpus median",
-        f"≤ 1.0{X}",
-        ", ".join(f"{r}: {v:.2f}{X}" for r, v in meds.items()),
-        f"{worst_rev}: {meds[worst_rev]:.2f}{X}",
-        all(v <= 1.0 for v in meds.values()),
-        per_revision=meds,
-    )
+        CODEC, "ratio_to_floor", 1.0, at_most=True, digits=2,
+    )  # fmt: skip
     rows = per_message(CODEC, "ratio_to_floor", FLOOR)
     worst = max(rows, key=lambda row: row[3])
     over = [row for row in rows if row[3] > 1.3]
@@ -1225,18 +1207,10 @@ def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         over=[list(row) for row in over],
     )
     # 2. session receive
-    meds = corpus_medians(SESSION, "ratio_to_floor")
-    if meds:
-        worst_rev = max(meds, key=lambda r: meds[r])
-        add(
-            "session.receive ÷ orjson.loads, corpus median",
-            f"≤ 1.5{X}",
-            ", ".join(f"{r}: {v:.2f}{X}" for r, v in meds.items()),
-            f"{worst_rev}: {meds[worst_rev]:.2f}{X}",
-            all(v <= 1.5 for v in meds.values()),
-            per_revision=meds,
-        )
-    else:
+    if not add_corpus_median(
+        "session.receive ÷ orjson.loads, corpus median",
+        SESSION, "ratio_to_floor", 1.5, at_most=True, digits=2,
+    ):  # fmt: skip
         add(
             "session.receive ÷ orjson.loads, corpus median",
             f"≤ 1.5{X}",
@@ -1245,16 +1219,10 @@ def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             None,
         )
     # 3. SDK speedup
-    meds = corpus_medians(CODEC, "sdk_ratio")
-    worst_rev = min(meds, key=lambda r: meds[r])
-    add(
+    add_corpus_median(
         "SDK typed ÷ codec.decode, corpus median",
-        f"≥ 10{X}",
-        ", ".join(f"{r}: {v:.1f}{X}" for r, v in meds.items()),
-        f"{worst_rev}: {meds[worst_rev]:.1f}{X}",
-        all(v >= 10 for v in meds.values()),
-        per_revision=meds,
-    )
+        CODEC, "sdk_ratio", 10.0, at_most=False, digits=1,
+    )  # fmt: skip
     rows = [row for row in per_message(CODEC, "sdk_ratio", SDK) if row[2] < LARGE]
     worst = min(rows, key=lambda row: row[3])
     under = [row for row in rows if row[3] < 7]
@@ -1348,7 +1316,7 @@ def _revision_report(
             print(f"--- profile codec {revision} {message.name} ({calls} calls)", file=sys.stderr)
             print(profile_calls(codec_decoder(codec, message), calls), file=sys.stderr)
             receiver = session_receiver(revision, codec, message, settings)
-            if receiver is not None and message.method != "initialize":
+            if message.method != "initialize":
                 print(f"--- profile session {revision} {message.name}", file=sys.stderr)
                 print(profile_calls(receiver[0], calls), file=sys.stderr)
     yield "messages", rows
@@ -1439,9 +1407,8 @@ def _smoke_checks(report: dict[str, Any]) -> None:
                 entry = m["ops"][op]
                 assert entry["median_us"] > 0 and entry["ratio_to_floor"] > 0, (revision, op)
         assert data["memory"]["mcpspec_kib"] > 0 and data["memory"]["sdk_kib"] > 0
-        if session_classes() is not None:
-            assert all(SESSION in m["ops"] for m in data["messages"]), revision
-            assert data["echo"]["mcpspec"]["calls_per_s"] > 0, revision
+        assert all(SESSION in m["ops"] for m in data["messages"]), revision
+        assert data["echo"]["mcpspec"]["calls_per_s"] > 0, revision
     for module, entry in report["imports"].items():
         assert entry["median_ms"] > 0, module
     assert {t["target"] for t in report["targets"]} and all(

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_revisions(out: Path, args: argparse.Namespace) -> dict[str, Path]:
+def _extra_revisions(args: argparse.Namespace) -> dict[str, Path]:
     if args.revision is None and args.schema is None:
         return {}
     if args.revision is None or args.schema is None:
@@ -73,7 +73,7 @@ def _compare(expected: Path, actual: Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    extra = _extra_revisions(args.out, args)
+    extra = _extra_revisions(args)
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
             reports = generate_all(tmp, args.schema_dir, extra)

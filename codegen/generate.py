@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpspec.schema import ERRATA, PINS, Pin
+from mcpspec.schema import ERRATA, PINS, pin_for
 
 from .build import build_module
 from .model import Module
@@ -68,21 +68,13 @@ def load_wire_schema(
         raw = json.loads(data)
         digest = hashlib.sha256(data).hexdigest()
     else:
-        pin = _pin(revision)
+        pin = pin_for(revision)
         raw = read_pinned_schema(pin, default_schema_dir(schema_dir))
         digest = pin.sha256
     errata = [e for e in ERRATA if e.revision == revision]
     schema = apply_errata(raw, errata)
     normalised = normalise_wire_form(schema)
     return schema, digest, len(errata), normalised
-
-
-def _pin(revision: str) -> Pin:
-    for pin in PINS:
-        if pin.revision == revision:
-            return pin
-    known = ", ".join(p.revision for p in PINS)
-    raise KeyError(f"no pinned schema for {revision!r}; pinned: {known}; use --schema")
 
 
 def _report(module: Module, errata: int, normalised: int) -> GenerationReport:

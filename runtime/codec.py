@@ -20,7 +20,6 @@ from msgspec import UNSET
 
 from .envelope import (
     JSONRPC_VERSION,
-    AnyResponse,
     Envelope,
     ErrorResponse,
     ResultResponse,
@@ -121,7 +120,6 @@ class Codec:
             tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any] | None],
         ] = {}
         self._message_decoder: msgspec.json.Decoder[Any] | None = None
-        self._response_decoder = msgspec.json.Decoder(AnyResponse)
         self._envelope_decoder = msgspec.json.Decoder(Envelope)
         self._response_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
         self._notification_types = frozenset(self.notifications.values())
@@ -345,7 +343,7 @@ class Codec:
         if "result" in obj and obj["id"] is None:
             raise invalid(ErrorCode.INVALID_REQUEST, "$.id", "a result's id is never null")
         try:
-            response = self._response_decoder.decode(data)
+            response = self._envelope_decoder.decode(data)
         except msgspec.ValidationError as exc:
             raise invalid(ErrorCode.INVALID_REQUEST, *_path(exc)) from None
         checked = self._checked_response(response)

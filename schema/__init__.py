@@ -78,4 +78,7 @@ def pin_for(revision: str) -> Pin:
         if pin.revision == revision:
             return pin
     known = ", ".join(p.revision for p in PINS)
-    raise KeyError(f"no pinned schema for revision {revision!r} (pinned: {known})")
+    raise KeyError(
+        f"no pinned schema for revision {revision!r} (pinned: {known}); "
+        "pass --schema for an unpinned one"
+    )

@@ -34,6 +34,7 @@ def _env() -> jinja2.Environment:
     env.filters["alias_expr"] = alias_expr
     env.filters["result_expr"] = result_expr
     env.filters["member"] = member
+    env.filters["member_check"] = member_check
     return env
 
 
@@ -161,6 +162,45 @@ def member(arm: Arm) -> str:
         [f'("{snake_case(w)}", "{w}", {_tuple([constant(k) for k in ks])})' for w, ks in arm.kinds]
     )
     return f'Member("{arm.name}", required={required}, constants={constants}, kinds={kinds})'
+
+
+#: The classes a decoded value of each JSON kind has exactly.
+_KIND_CLASSES = {"str": ("str",), "bool": ("bool",), "int": ("int",), "float": ("int", "float")}
+
+
+def member_check(arm: Arm, struct: Struct) -> str:
+    """A Python expression, on ``self``, true when ``self`` is an instance of ``arm`` as
+    decoded: it tests exact classes, so a caller's own subclass values (an ``IntEnum``)
+    may fail it, and ``check_members``, which walks ``isinstance``, has the last word.
+    Constants come first: they tell the members apart soonest. A field the merged
+    Struct itself requires is never UNSET, so it is not tested for that."""
+    unset = _names.UNSET
+    always = {f.wire for f in struct.fields if f.required}
+    tests = []
+    for w, values in arm.consts:
+        attr = f"self.{snake_case(w)}"
+        if len(values) == 1:
+            test = f"{attr} == {constant(values[0])}"
+        else:
+            test = f"{attr} in {_tuple([constant(v) for v in values])}"
+        # A required field equal to a constant is set: UNSET equals no constant.
+        present = w in arm.required or w in always
+        tests.append(test if present else f"({attr} is {unset} or {test})")
+    # A constant or a kind of its own tells a required field is set as well.
+    skip = always | {w for w, _ in arm.consts} | {w for w, _ in arm.kinds}
+    tests += [f"self.{snake_case(w)} is not {unset}" for w in arm.required if w not in skip]
+    for w, kinds in arm.kinds:
+        attr = f"self.{snake_case(w)}"
+        classes = list(dict.fromkeys(c for k in kinds for c in _KIND_CLASSES.get(k, ())))
+        alternatives = [] if w in arm.required or w in always else [f"{attr} is {unset}"]
+        if len(classes) == 1:
+            alternatives.append(f"{attr}.__class__ is {classes[0]}")
+        elif classes:
+            alternatives.append(f"{attr}.__class__ in ({', '.join(classes)})")
+        if "None" in kinds:
+            alternatives.append(f"{attr} is None")
+        tests.append(f"({' or '.join(alternatives)})" if len(alternatives) > 1 else alternatives[0])
+    return " and ".join(tests) if tests else "True"
 
 
 def default(f: Field) -> str:

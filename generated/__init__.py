@@ -12,7 +12,6 @@ get its codec by name::
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -43,6 +42,9 @@ def codec(revision: str) -> Codec:
         raise ValueError(
             f"unsupported MCP revision {revision!r}; supported: {', '.join(REVISIONS)}"
         )
+    # Imported here: importing a revision module (which imports this package) skips it.
+    import importlib
+
     module = importlib.import_module(module_name(revision))
     result: Codec = module.codec
     return result

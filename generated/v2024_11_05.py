@@ -1251,7 +1251,13 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     blob: Any = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _TextOrBlobResourceContents_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.text.__class__ is str)  # TextResourceContents
+            or (self.blob.__class__ is str)  # BlobResourceContents
+        ):
+            check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (

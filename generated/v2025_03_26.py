@@ -551,7 +551,13 @@ class JSONRPCRequestOrJSONRPCNotification(msgspec.Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _JSONRPCRequestOrJSONRPCNotification_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.jsonrpc == "2.0" and self.id.__class__ in (str, int))  # JSONRPCRequest
+            or (self.jsonrpc == "2.0")  # JSONRPCNotification
+        ):
+            check_members(self, _JSONRPCRequestOrJSONRPCNotification_MEMBERS)
 
 
 _JSONRPCRequestOrJSONRPCNotification_MEMBERS: Final = (
@@ -577,7 +583,13 @@ class JSONRPCResponseOrJSONRPCError(msgspec.Struct, kw_only=True):
     error: JSONRPCErrorError | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _JSONRPCResponseOrJSONRPCError_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.jsonrpc == "2.0" and self.result is not UNSET and self.id.__class__ in (str, int))  # JSONRPCResponse
+            or (self.jsonrpc == "2.0" and self.error is not UNSET)  # JSONRPCError
+        ):
+            check_members(self, _JSONRPCResponseOrJSONRPCError_MEMBERS)
 
 
 _JSONRPCResponseOrJSONRPCError_MEMBERS: Final = (
@@ -1227,7 +1239,13 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     blob: Any = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _TextOrBlobResourceContents_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.text.__class__ is str)  # TextResourceContents
+            or (self.blob.__class__ is str)  # BlobResourceContents
+        ):
+            check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (

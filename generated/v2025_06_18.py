@@ -1024,7 +1024,15 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
-        check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.type == "string" and (self.format is UNSET or self.format in ("date", "date-time", "email", "uri")) and (self.max_length is UNSET or self.max_length.__class__ is int) and (self.min_length is UNSET or self.min_length.__class__ is int))  # StringSchema
+            or (self.type in ("integer", "number") and (self.maximum is UNSET or self.maximum.__class__ in (int, float)) and (self.minimum is UNSET or self.minimum.__class__ in (int, float)))  # NumberSchema
+            or (self.type == "boolean" and (self.default is UNSET or self.default.__class__ is bool))  # BooleanSchema
+            or (self.type == "string" and self.enum is not UNSET)  # EnumSchema
+        ):
+            check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
@@ -1512,7 +1520,13 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     blob: Any = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _TextOrBlobResourceContents_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.text.__class__ is str)  # TextResourceContents
+            or (self.blob.__class__ is str)  # BlobResourceContents
+        ):
+            check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (

@@ -770,7 +770,13 @@ class ElicitRequestParams(msgspec.Struct, kw_only=True):
     requested_schema: ElicitRequestFormParamsRequestedSchema | UnsetType = msgspec.field(default=UNSET, name="requestedSchema")
 
     def __post_init__(self) -> None:
-        check_members(self, _ElicitRequestParams_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.mode == "url" and self.elicitation_id.__class__ is str and self.url.__class__ is str)  # ElicitRequestURLParams
+            or ((self.mode is UNSET or self.mode == "form") and self.requested_schema is not UNSET)  # ElicitRequestFormParams
+        ):
+            check_members(self, _ElicitRequestParams_MEMBERS)
 
 
 _ElicitRequestParams_MEMBERS: Final = (
@@ -896,7 +902,16 @@ class EnumSchema(msgspec.Struct, kw_only=True):
     enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
-        check_members(self, _EnumSchema_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.type == "string" and self.enum is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # UntitledSingleSelectEnumSchema
+            or (self.type == "string" and self.one_of is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # TitledSingleSelectEnumSchema
+            or (self.type == "array" and self.items is not UNSET and (self.max_items is UNSET or self.max_items.__class__ is int) and (self.min_items is UNSET or self.min_items.__class__ is int))  # UntitledMultiSelectEnumSchema
+            or (self.type == "array" and self.items is not UNSET and (self.max_items is UNSET or self.max_items.__class__ is int) and (self.min_items is UNSET or self.min_items.__class__ is int))  # TitledMultiSelectEnumSchema
+            or (self.type == "string" and self.enum is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # LegacyTitledEnumSchema
+        ):
+            check_members(self, _EnumSchema_MEMBERS)
 
 
 _EnumSchema_MEMBERS: Final = (
@@ -1476,7 +1491,13 @@ class MultiSelectEnumSchema(msgspec.Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _MultiSelectEnumSchema_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.type == "array")  # UntitledMultiSelectEnumSchema
+            or (self.type == "array")  # TitledMultiSelectEnumSchema
+        ):
+            check_members(self, _MultiSelectEnumSchema_MEMBERS)
 
 
 _MultiSelectEnumSchema_MEMBERS: Final = (
@@ -1587,7 +1608,19 @@ class PrimitiveSchemaDefinition(msgspec.Struct, kw_only=True):
     enum_names: list[str] | UnsetType = msgspec.field(default=UNSET, name="enumNames")
 
     def __post_init__(self) -> None:
-        check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.type == "string" and (self.format is UNSET or self.format in ("date", "date-time", "email", "uri")) and (self.default is UNSET or self.default.__class__ is str) and (self.max_length is UNSET or self.max_length.__class__ is int) and (self.min_length is UNSET or self.min_length.__class__ is int))  # StringSchema
+            or (self.type in ("integer", "number") and (self.default is UNSET or self.default.__class__ in (int, float)) and (self.maximum is UNSET or self.maximum.__class__ in (int, float)) and (self.minimum is UNSET or self.minimum.__class__ in (int, float)))  # NumberSchema
+            or (self.type == "boolean" and (self.default is UNSET or self.default.__class__ is bool))  # BooleanSchema
+            or (self.type == "string" and self.enum is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # UntitledSingleSelectEnumSchema
+            or (self.type == "string" and self.one_of is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # TitledSingleSelectEnumSchema
+            or (self.type == "array" and self.items is not UNSET and (self.max_items is UNSET or self.max_items.__class__ is int) and (self.min_items is UNSET or self.min_items.__class__ is int))  # UntitledMultiSelectEnumSchema
+            or (self.type == "array" and self.items is not UNSET and (self.max_items is UNSET or self.max_items.__class__ is int) and (self.min_items is UNSET or self.min_items.__class__ is int))  # TitledMultiSelectEnumSchema
+            or (self.type == "string" and self.enum is not UNSET and (self.default is UNSET or self.default.__class__ is str))  # LegacyTitledEnumSchema
+        ):
+            check_members(self, _PrimitiveSchemaDefinition_MEMBERS)
 
 
 _PrimitiveSchemaDefinition_MEMBERS: Final = (
@@ -2137,7 +2170,13 @@ class SingleSelectEnumSchema(msgspec.Struct, kw_only=True):
     one_of: list[TitledSingleSelectEnumSchemaOneOfItem] | UnsetType = msgspec.field(default=UNSET, name="oneOf")
 
     def __post_init__(self) -> None:
-        check_members(self, _SingleSelectEnumSchema_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.type == "string" and self.enum is not UNSET)  # UntitledSingleSelectEnumSchema
+            or (self.type == "string" and self.one_of is not UNSET)  # TitledSingleSelectEnumSchema
+        ):
+            check_members(self, _SingleSelectEnumSchema_MEMBERS)
 
 
 _SingleSelectEnumSchema_MEMBERS: Final = (
@@ -2308,7 +2347,13 @@ class TextOrBlobResourceContents(msgspec.Struct, kw_only=True):
     blob: Any = UNSET
 
     def __post_init__(self) -> None:
-        check_members(self, _TextOrBlobResourceContents_MEMBERS)
+        # Each member's test inline (a decoded value passes one of them); else the
+        # generic check, which says what each member misses.
+        if not (
+            (self.text.__class__ is str)  # TextResourceContents
+            or (self.blob.__class__ is str)  # BlobResourceContents
+        ):
+            check_members(self, _TextOrBlobResourceContents_MEMBERS)
 
 
 _TextOrBlobResourceContents_MEMBERS: Final = (

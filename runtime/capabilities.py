@@ -77,7 +77,10 @@ def as_json(value: Any) -> dict[str, Any]:
     mapping, or ``None`` (an empty object)."""
     if value is None:
         return {}
-    if isinstance(value, Mapping):
+    # The usual kinds first: the ABC check of ``Mapping`` costs more than both.
+    if value.__class__ is dict:
+        return dict(value)
+    if not isinstance(value, msgspec.Struct) and isinstance(value, Mapping):
         return dict(value)
     out = msgspec.to_builtins(value)
     if not isinstance(out, dict):
@@ -117,7 +120,8 @@ def has_capability(capabilities: Mapping[str, Any], path: Path) -> bool:
     """
     node: Any = capabilities
     for depth, key in enumerate(path):
-        if not isinstance(node, Mapping):
+        # A JSON object is a dict: the ABC check of ``Mapping`` only for anything else.
+        if node.__class__ is not dict and not isinstance(node, Mapping):
             return False
         if key not in node or node[key] is None or node[key] is False:
             # An empty ``elicitation`` object means form mode (before the form/url split).

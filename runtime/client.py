@@ -97,6 +97,10 @@ class ClientSession(Inbound, Outbound):
         #: The version this client offered (initialize) or probed with.
         self._offered: str | None = None
         self._probe_retried = False
+        #: The capabilities of the last discover result, typed and as the JSON object
+        #: kept; its server identity, as JSON and typed.
+        self._discovered: tuple[Any, dict[str, Any]] | None = None
+        self._discovered_info: tuple[Any, Any] | None = None
         phase = Phase.READY if kind == "stateless" else Phase.IDLE
         super().__init__(accepted, info, capabilities, phase, version)
         if kind == "stateless":
@@ -363,14 +367,23 @@ class ClientSession(Inbound, Outbound):
             self._life.fire(Trigger.PROBE_ANSWERED)
         elif not (self._stateless and self._life.phase is Phase.READY):
             return  # a discover result outside the stateless model teaches nothing
-        self._peer_caps = as_json(result.capabilities)
+        # A server sends the same capabilities and identity in every discover result:
+        # they are converted again only when they differ from the last ones.
+        caps = result.capabilities
+        known = self._discovered
+        if known is None or known[1] is not self._peer_caps or known[0] != caps:
+            self._peer_caps = as_json(caps)
+            self._discovered = (caps, self._peer_caps)
         meta = result.meta if result.meta is not UNSET else {}
         info = meta.get(META_SERVER_INFO)
         if info is not None:
-            try:
-                self._peer_info = msgspec.convert(info, self._module.Implementation)
-            except msgspec.ValidationError:
-                self._peer_info = None
+            seen = self._discovered_info
+            if seen is None or seen[1] is not self._peer_info or seen[0] != info:
+                try:
+                    self._peer_info = msgspec.convert(info, self._module.Implementation)
+                    self._discovered_info = (info, self._peer_info)
+                except msgspec.ValidationError:
+                    self._peer_info = None
         if not self._ready_emitted:
             self._ready_emitted = True
             self._ready("stateless")

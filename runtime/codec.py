@@ -12,6 +12,7 @@ method, -32602 params that fail the schema, each with the JSON path and the reas
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast, overload
 
@@ -28,7 +29,7 @@ from .envelope import (
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 __all__ = ["Codec", "Message"]
 
@@ -43,6 +44,11 @@ _ID_MEMBER = re.compile(rb'"id"\s*:')
 #: Below this size a message is tried as a request or notification first: a wrong guess
 #: costs less than looking closer.
 _SMALL = 512
+#: Below this size a 2026-07-28 result union is decoded as the union first (see
+#: ``Codec._decode_result_union``).
+_SMALL_RESULT = 2048
+#: What msgspec raises on input it refuses.
+_FAILED = (msgspec.ValidationError, msgspec.DecodeError)
 #: How requests and notifications begin, as common encoders write them.
 _MESSAGE_STARTS = (b'{"method"', b'{"jsonrpc":"2.0","method"', b'{"jsonrpc": "2.0", "method"')
 #: How responses begin, as common encoders write them.
@@ -59,9 +65,35 @@ def _looks_like_message(data: bytes) -> bool:
     )
 
 
-def _typed_response_decoder(result_type: Any) -> msgspec.json.Decoder[Any]:
-    return msgspec.json.Decoder(typed_response_type(result_type))
+class _Deferred:
+    """A decoder built on first use: building one takes a millisecond or more (every
+    message type of a revision, for the message union), which an import should not
+    pay. On its first ``decode`` it builds the real decoder and puts it in its own place
+    on the codec."""
 
+    __slots__ = ("_build", "_name", "_owner")
+
+    def __init__(
+        self, owner: object, name: str, build: Callable[[], msgspec.json.Decoder[Any]]
+    ) -> None:
+        self._owner = owner
+        self._name = name
+        self._build = build
+
+    def decode(self, data: bytes | str, /) -> Any:
+        decoder = self._build()
+        setattr(self._owner, self._name, decoder)
+        return decoder.decode(data)
+
+
+@functools.cache
+def _build_envelope_decoder() -> msgspec.json.Decoder[Any]:
+    """The envelope decoder, the same for every revision: built once, on first use."""
+    return msgspec.json.Decoder(Envelope)
+
+
+#: A decoder for small data and one for large.
+_ResponsePlan: TypeAlias = "tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]"
 
 _MISSING_RESULT_TYPE = "missing required field `resultType`"
 
@@ -119,9 +151,15 @@ class Codec:
             tuple[str, bool],
             tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any] | None],
         ] = {}
-        self._message_decoder: msgspec.json.Decoder[Any] | None = None
-        self._envelope_decoder = msgspec.json.Decoder(Envelope)
-        self._response_decoders: dict[tuple[str, bool], msgspec.json.Decoder[Any]] = {}
+        self._message_decoder: msgspec.json.Decoder[Any] | _Deferred = _Deferred(
+            self, "_message_decoder", self._build_message_decoder
+        )
+        self._envelope_decoder: msgspec.json.Decoder[Any] | _Deferred = _Deferred(
+            self, "_envelope_decoder", _build_envelope_decoder
+        )
+        #: Typed response decoders by method, for small and for large data.
+        self._response_plans: dict[str, _ResponsePlan] = {}
+        self._task_response_plans: dict[str, _ResponsePlan] = {}
         self._notification_types = frozenset(self.notifications.values())
         self._encoder = msgspec.json.Encoder()
 
@@ -130,11 +168,9 @@ class Codec:
 
     # -- decoding messages ----------------------------------------------------------------
 
-    def _messages(self) -> msgspec.json.Decoder[Any]:
-        if self._message_decoder is None:
-            types = tuple(dict.fromkeys([*self.requests.values(), *self.notifications.values()]))
-            self._message_decoder = msgspec.json.Decoder(Union[types])  # noqa: UP007 (a union built at run time)
-        return self._message_decoder
+    def _build_message_decoder(self) -> msgspec.json.Decoder[Any]:
+        types = tuple(dict.fromkeys([*self.requests.values(), *self.notifications.values()]))
+        return msgspec.json.Decoder(Union[types])  # noqa: UP007 (a union built at run time)
 
     def decode(self, data: bytes | str) -> Message | list[Message | InvalidMessage]:
         """One wire message as a typed value.
@@ -147,19 +183,43 @@ class Codec:
 
         Raises :class:`InvalidMessage` for anything else.
         """
+        # The hot path, kept to a handful of operations: a small message is tried as a
+        # request or notification in one typed pass (a wrong guess costs less than
+        # looking closer first).
+        if len(data) < _SMALL:
+            try:
+                message = self._message_decoder.decode(data)
+            except _FAILED:
+                return self._decode_other(data, True)
+            # Returned as is unless ``jsonrpc`` was absent (see _checked_message) or a
+            # notification may carry an ``"id"``.
+            if message.jsonrpc is not JSONRPC_VERSION and (
+                message.__class__ not in self._notification_types
+                or (data.__class__ is bytes and _ID_MEMBER.search(data) is None)
+            ):
+                typed: Message = message
+                return typed
+            return self._checked_message(message, data)
+        return self._decode_other(data, False)
+
+    def _decode_other(
+        self, data: bytes | str, tried: bool
+    ) -> Message | list[Message | InvalidMessage]:
+        """``decode`` of a large message, or of a small one that is no request or
+        notification (``tried``): where the first members say "request or notification",
+        one typed pass; otherwise one pass over the envelope (members skipped, not built)
+        tells a response from a message; a response's result waits for
+        ``decode_result``."""
         if isinstance(data, str):
             data = data.encode()
-        # Where the first members say "request or notification", one typed pass decodes
-        # it. Otherwise one pass over the envelope (members skipped, not built) tells a
-        # response from a message; a response's result waits for ``decode_result``.
-        tried = len(data) < _SMALL or _looks_like_message(data)
-        if tried:
+        if not tried and _looks_like_message(data):
+            tried = True
             message = self._fast_message(data)
             if message is not None:
                 return message
         try:
             envelope = self._envelope_decoder.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except _FAILED:
             return self._classify(data)
         if envelope.method is UNSET:
             response = self._checked_response(envelope)
@@ -173,20 +233,30 @@ class Codec:
 
     def _fast_message(self, data: bytes) -> Message | None:
         """A request or notification in one msgspec pass, or ``None`` to classify."""
-        decoder = self._message_decoder or self._messages()
         try:
-            message: msgspec.Struct = decoder.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+            message = self._message_decoder.decode(data)
+        except _FAILED:
             return None
+        checked = self._checked_message(message, data)
+        return None if isinstance(checked, list) else checked
+
+    def _checked_message(
+        self, message: Any, data: bytes | str
+    ) -> Message | list[Message | InvalidMessage]:
+        """A decoded request or notification, or what the classifier makes of ``data``
+        when the typed pass could not see what is wrong with it."""
+        if isinstance(data, str):
+            data = data.encode()
         # ``jsonrpc`` fills itself in when absent, with an object of its own: the
         # classifier says what is wrong with a message that lacked it.
-        if getattr(message, "jsonrpc", None) is JSONRPC_VERSION:
-            return None
+        if message.jsonrpc is JSONRPC_VERSION:
+            return self._classify(data)
         # A notification method sent with an id is a request for an unknown method; the
         # classifier looks closer when "id" shows anywhere (rare in notifications).
-        if type(message) in self._notification_types and _ID_MEMBER.search(data) is not None:
-            return None
-        return message
+        if message.__class__ in self._notification_types and _ID_MEMBER.search(data):
+            return self._classify(data)
+        typed: Message = message
+        return typed
 
     def decode_response(
         self, data: bytes | str, method: str, *, task: bool = False
@@ -196,25 +266,46 @@ class Codec:
         :meth:`decode_result` gives it), or an :class:`ErrorResponse`. Anything else
         decodes as :meth:`decode` does. The caller checks the id against the request.
         """
-        if isinstance(data, str):
-            data = data.encode()
-        # A response is expected: only the cheap prefix test, not the closer look.
-        if data.startswith(_MESSAGE_STARTS):
-            return self.decode(data)
-        decoder = self._response_decoders.get((method, task))
-        if decoder is None:
-            result_type = self.result_type(method, task=task)
-            decoder = self._response_decoders[(method, task)] = _typed_response_decoder(
-                self._complete_member(result_type) or result_type
-            )
+        plan = (self._task_response_plans if task else self._response_plans).get(method)
+        if plan is None:
+            plan = self._response_plan(method, task)
+        # ``plan[False]`` for small data, ``plan[True]`` for large (see _response_plan).
         try:
-            response = decoder.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            response = None
-        if response is not None:
-            checked = self._checked_response(response)
-            if checked is not None:
-                return checked
+            r = plan[len(data) >= _SMALL_RESULT].decode(data)
+        except _FAILED:
+            return self._undecoded_response(data, method, task)
+        if (
+            r.error is UNSET
+            and r.method is UNSET
+            and r.result is not UNSET
+            and r.id is not None
+            and r.id is not UNSET
+        ):
+            return ResultResponse(id=r.id, result=r.result)
+        # An error response, or no response at all.
+        checked = None if r.method is not UNSET else self._checked_response(r)
+        return self.decode(data) if checked is None else checked
+
+    def _response_plan(self, method: str, task: bool) -> _ResponsePlan:
+        """The typed response decoders of ``method``: for small data, and for large.
+
+        They differ for a 2026-07-28 result union tagged by ``resultType``: a small
+        result decodes as the union (the tag is found cheaply wherever it sits), a large
+        one as its complete member, as :meth:`_decode_result_union` explains.
+        """
+        result_type = self.result_type(method, task=task)
+        union = msgspec.json.Decoder(typed_response_type(result_type))
+        complete = self._complete_member(result_type)
+        large = union if complete is None else msgspec.json.Decoder(typed_response_type(complete))
+        plan = (union, large)
+        (self._task_response_plans if task else self._response_plans)[method] = plan
+        return plan
+
+    def _undecoded_response(
+        self, data: bytes | str, method: str, task: bool
+    ) -> Message | list[Message | InvalidMessage]:
+        """``decode_response`` of data the typed pass refused: whatever ``decode`` makes
+        of it, a result typed by :meth:`decode_result` (which names what is wrong)."""
         message = self.decode(data)
         if isinstance(message, ResultResponse):
             message.result = self.decode_result(method, message.result, task=task)
@@ -370,39 +461,68 @@ class Codec:
         2026-07-28 a result without ``resultType``, from a peer of an earlier revision,
         reads as ``"complete"``. Raises :class:`InvalidMessage` (path under ``$.result``).
         """
-        first, union = self._result_decoders_for(method, task)
-        try:
-            return first.decode(result)
-        except msgspec.ValidationError as exc:
-            error = exc
-        except msgspec.DecodeError as exc:
-            raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
-        if union is not None:  # not a complete result: the union says what it is
+        union, complete = self._result_decoders_for(method, task)
+        if complete is None:
+            try:
+                return union.decode(result)
+            except msgspec.ValidationError as exc:
+                error = exc
+            except msgspec.DecodeError as exc:
+                raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
+        else:
+            try:
+                return self._decode_result_union(union, complete, result)
+            except msgspec.ValidationError as exc:
+                error = exc
+            except msgspec.DecodeError as exc:
+                raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
+        path, reason = _path(error, "$.result")
+        raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+
+    @staticmethod
+    def _decode_result_union(
+        union: msgspec.json.Decoder[Any],
+        complete: msgspec.json.Decoder[Any],
+        result: msgspec.Raw | bytes | str,
+    ) -> Any:
+        """A 2026-07-28 result union (tagged by ``resultType``) or, without the tag, the
+        complete result of an older peer; raises the error that says what is wrong.
+
+        A small result is tried as the union first. A large one is tried as its complete
+        member first: msgspec then need not look ahead for the union's tag, which can
+        sit at the end of a large result.
+        """
+        if len(result) < _SMALL_RESULT:
             try:
                 return union.decode(result)
             except msgspec.ValidationError as exc:
                 if _MISSING_RESULT_TYPE not in str(exc):
-                    error = exc
-        path, reason = _path(error, "$.result")
-        raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+                    raise
+            return complete.decode(result)
+        try:
+            return complete.decode(result)
+        except msgspec.ValidationError as exc:
+            error = exc
+        try:
+            return union.decode(result)
+        except msgspec.ValidationError as exc:
+            if _MISSING_RESULT_TYPE in str(exc):
+                raise error from None
+            raise
 
     def _result_decoders_for(
         self, method: str, task: bool
     ) -> tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any] | None]:
-        """The decoder to try first and, for a 2026-07-28 result union, the union's.
-
-        The complete result is tried first, as its own type: its ``resultType`` tag is
-        then optional (an older peer's result) and msgspec need not look ahead for the
-        tag of a union, which can sit at the end of a large result.
-        """
+        """The decoder of the result type and, for a 2026-07-28 result union, that of its
+        complete member (``None`` otherwise)."""
         plan = self._result_decoders.get((method, task))
         if plan is None:
             result_type = self.result_type(method, task=task)
             complete = self._complete_member(result_type)
-            if complete is None:
-                plan = (msgspec.json.Decoder(result_type), None)
-            else:
-                plan = (msgspec.json.Decoder(complete), msgspec.json.Decoder(result_type))
+            plan = (
+                msgspec.json.Decoder(result_type),
+                None if complete is None else msgspec.json.Decoder(complete),
+            )
             self._result_decoders[(method, task)] = plan
         return plan
 

@@ -68,11 +68,11 @@ class Envelope(AnyResponse, kw_only=True):
 
 
 def typed_response_type(result_type: Any) -> type[msgspec.Struct]:
-    """An :class:`AnyResponse` whose ``result`` is ``result_type``: a response decoded and
-    typed in one pass."""
+    """An :class:`Envelope` whose ``result`` is ``result_type``: a response decoded and
+    typed in one pass (``method`` tells a request or notification that came instead)."""
     return msgspec.defstruct(
         "TypedResponse",
         [("result", result_type | UnsetType, UNSET)],
-        bases=(AnyResponse,),
+        bases=(Envelope,),
         kw_only=True,
     )

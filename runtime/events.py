@@ -8,6 +8,11 @@ specialised :class:`RequestCancelled` and :class:`ProgressReceived`),
 JSON-RPC error and, for a request, the error response to send. Negotiation adds
 :class:`SessionReady`, :class:`NegotiationFailed` and :class:`Outgoing` (bytes the session
 produced itself, such as ``notifications/initialized``, for the caller to write).
+
+Events are built with keywords. The four the receive path makes for nearly every
+message (:class:`RequestReceived`, :class:`NotificationReceived`,
+:class:`ProgressReceived`, :class:`ResponseReceived`) also take their fields in order,
+positionally: the session builds them so, which costs less per message.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ class Event(msgspec.Struct, kw_only=True, frozen=True):
     """Base class of every session event."""
 
 
-class RequestReceived(Event, kw_only=True, frozen=True):
+class RequestReceived(Event, frozen=True):
     """The peer sent a request; answer it with ``session.send(ResultResponse(...))`` or
     an ``ErrorResponse`` (or not at all, if it is cancelled first)."""
 
@@ -62,7 +67,7 @@ class RequestReceived(Event, kw_only=True, frozen=True):
     log_level: str | None = None
 
 
-class NotificationReceived(Event, kw_only=True, frozen=True):
+class NotificationReceived(Event, frozen=True):
     """The peer sent a notification (other than cancellation and progress)."""
 
     #: The typed notification.
@@ -85,7 +90,7 @@ class RequestCancelled(Event, kw_only=True, frozen=True):
     active: bool
 
 
-class ProgressReceived(Event, kw_only=True, frozen=True):
+class ProgressReceived(Event, frozen=True):
     """``notifications/progress`` for a request this side sent."""
 
     notification: Any
@@ -97,7 +102,7 @@ class ProgressReceived(Event, kw_only=True, frozen=True):
     request_id: RequestId
 
 
-class ResponseReceived(Event, kw_only=True, frozen=True):
+class ResponseReceived(Event, frozen=True):
     """A result for a request this side sent, typed by the request's method."""
 
     request_id: RequestId

@@ -17,11 +17,12 @@ revision and capability set (:meth:`Inbound._changed`):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from .capabilities import MODE_DEPENDENT, Path
 from .core import SessionCore
@@ -38,22 +39,53 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
+from .negotiation import META_CLIENT_CAPABILITIES
 from .pending import Batch, IncomingRequest, OutgoingRequest
 from .progress import IGNORE, TERMINAL_TASK_STATUSES
 from .rules import Rule
 from .state import Phase
-from .stateless import LEVELS, RequestMeta
+from .stateless import RequestMeta
 
-__all__ = ["Handler", "Inbound"]
+__all__ = ["Handler", "Inbound", "RequestHandler"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
+
+
+class RequestHandler(Protocol):
+    """Handles one request, given its checked ``_meta`` in the stateless model."""
+
+    def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
+
 
 #: From this size on, a message that arrives while one request is outstanding is
 #: decoded as its response first (``codec.decode_response``). Below it, a second pass
 #: costs less than telling a response from the progress and log notifications that
 #: come while a request is out.
 _ONE_PASS_SIZE: Final = 256
+
+
+@functools.cache
+def _params_type(cls: type) -> Any:
+    """The type of the params of requests of ``cls``, ``None`` when they may be left
+    out."""
+    for field in msgspec.structs.fields(cls):
+        if field.name == "params":
+            if field.default is msgspec.NODEFAULT and field.default_factory is msgspec.NODEFAULT:
+                return field.type
+            return None
+    return None
+
+
+def _struct_params(cls: type) -> bool:
+    """Whether every request of ``cls`` has params, a Struct with ``meta``: then
+    ``message.params.meta`` is always there to read."""
+    params = _params_type(cls)
+    return (
+        isinstance(params, type)
+        and issubclass(params, msgspec.Struct)
+        and "meta" in params.__struct_fields__
+    )
 
 
 class Inbound(SessionCore):
@@ -67,25 +99,6 @@ class Inbound(SessionCore):
         """Build the dispatch table of the revision and capability set in use."""
         codec = self._codec
         peer_requests = self._peer_requests
-        handlers: dict[type, Handler] = {
-            ResultResponse: self._on_result,
-            ErrorResponse: self._on_error,
-        }
-        special = self._notification_handlers()
-        for method in self._peer_notifications:
-            handlers[codec.notifications[method]] = special.get(method, self._on_notification)
-        default = self._request_handler()
-        special = self._request_handlers()
-        #: Request classes refused outright: the capability this side did not declare.
-        self._refused: dict[type, Path] = {}
-        for method in peer_requests:
-            cls = codec.requests[method]
-            handlers[cls] = special.get(method, default)
-            path = self._own_gate.static(method)
-            if path is not None:
-                self._refused[cls] = path
-                if not self._per_request_meta:  # else checked after the request's _meta
-                    handlers[cls] = self._refuse_capability
         #: Request classes that may be task-augmented (``params.task``).
         self._task_classes = frozenset(
             codec.requests[m] for m in codec.task_results if m in peer_requests
@@ -96,6 +109,25 @@ class Inbound(SessionCore):
         )
         #: Request classes whose capability depends on their params.
         self._param_classes = self._task_classes | self._mode_classes
+        handlers: dict[type, Handler] = {
+            ResultResponse: self._on_result,
+            ErrorResponse: self._on_error,
+        }
+        special = self._notification_handlers()
+        for method in self._peer_notifications:
+            handlers[codec.notifications[method]] = special.get(method, self._on_notification)
+        special = self._request_handlers()
+        #: Request classes refused outright: the capability this side did not declare.
+        self._refused: dict[type, Path] = {}
+        for method in peer_requests:
+            cls = codec.requests[method]
+            handler = special.get(method)
+            handlers[cls] = self._request_handler(cls) if handler is None else handler
+            path = self._own_gate.static(method)
+            if path is not None:
+                self._refused[cls] = path
+                if not self._per_request_meta:  # else checked after the request's _meta
+                    handlers[cls] = self._refuse_capability
         self._handlers = handlers
 
     def _notification_handlers(self) -> dict[str, Handler]:
@@ -106,9 +138,15 @@ class Inbound(SessionCore):
             "notifications/tasks/status": self._on_task_status,
         }
 
-    def _request_handler(self) -> Handler:
-        """The handler of requests."""
-        return self._on_request
+    def _request_handler(self, cls: type) -> Handler:
+        """The handler of requests of ``cls`` (one without a handler of its own)."""
+        return self._accept_handler(cls)
+
+    def _accept_handler(self, cls: type) -> RequestHandler:
+        """What takes in a request of ``cls`` that may arrive now."""
+        if cls in self._mode_classes or not _struct_params(cls):
+            return self._on_request
+        return self._plain_request_handler(cls)
 
     def _request_handlers(self) -> dict[str, Handler]:
         """Handlers of the requests that do more, by method."""
@@ -139,7 +177,9 @@ class Inbound(SessionCore):
         if record.method == "initialize":
             return self._decode(data)  # typed by the revision its answer names
         try:
-            return self._codec.decode_response(data, record.method, task=record.task)
+            if record.task:
+                return self._codec.decode_response(data, record.method, task=True)
+            return self._codec.decode_response(data, record.method)
         except InvalidMessage:
             return self._decode(data)  # an invalid result is reported for its request
 
@@ -223,6 +263,36 @@ class Inbound(SessionCore):
             return [self._duplicate(message)]
         return [self._capability_violation(message, self._refused[message.__class__])]
 
+    def _plain_request_handler(self, cls: type) -> RequestHandler:
+        """:meth:`_on_request` for the usual request, of class ``cls``: its params a
+        Struct with ``_meta``, its capability settled by its class unless it is
+        task-augmented. What does not change per message (the method, whether the class
+        may be task-augmented, the session's tables) is bound once, here."""
+        method: str = cls.method  # type: ignore[attr-defined]
+        may_task = cls in self._task_classes
+        incoming = self._incoming
+        begin = self._reporting.begin
+        on_request = self._on_request
+        take_in = self._take_in
+
+        def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
+            request_id = message.id
+            if request_id in incoming:
+                return [self._duplicate(message)]
+            params = message.params
+            if may_task and params.task is not UNSET:
+                return on_request(message, checked)
+            meta = params.meta
+            token = meta.get("progressToken") if meta.__class__ is dict else None
+            if token is not None and (
+                (token.__class__ is not str and token.__class__ is not int)
+                or not begin(token, request_id)
+            ):
+                return [self._token_problem(message, token)]
+            return take_in(message, request_id, method, token, False, checked)
+
+        return on_plain_request
+
     def _on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
         """Take in a request of the peer that may arrive now: a duplicate id, the
         capability of a task-augmented request or URL elicitation and the progress token
@@ -250,56 +320,67 @@ class Inbound(SessionCore):
                 return [token]
         else:
             token = None
-        if token is not None:
-            if token.__class__ is not str and token.__class__ is not int:
-                return [
-                    self._refuse(
-                        message,
-                        Rule.INVALID_PARAMS,
-                        f"not a string or an integer: {token!r}",
-                        "$.params._meta.progressToken",
-                    )
-                ]
-            if not self._reporting.begin(token, request_id):
-                return [
-                    self._refuse(
-                        message,
-                        Rule.PROGRESS_TOKEN_IN_USE,
-                        f"progress token {token!r} is in use by another active request",
-                        "$.params._meta.progressToken",
-                    )
-                ]
-        method = message.method
+        if token is not None and (
+            (token.__class__ is not str and token.__class__ is not int)
+            or not self._reporting.begin(token, request_id)
+        ):
+            return [self._token_problem(message, token)]
+        return self._take_in(message, request_id, message.method, token, task, checked)
+
+    def _take_in(
+        self,
+        message: Any,
+        request_id: RequestId,
+        method: str,
+        token: Any,
+        task: bool,
+        checked: RequestMeta | None,
+    ) -> list[Event]:
+        """A request that passed every check: its pending-table record and its event."""
         batch = self._batch
         if checked is None:
             self._incoming[request_id] = IncomingRequest(request_id, method, token, task, batch)
-            event = RequestReceived(
-                request=message, request_id=request_id, method=method, progress_token=token
-            )
+            event = RequestReceived(message, request_id, method, token)
         else:
-            level = checked.log_level
             self._incoming[request_id] = IncomingRequest(
                 request_id,
                 method,
                 token,
                 task,
                 batch,
-                None if level is None else LEVELS[level],
-                checked.capabilities_json,
+                checked.log_rank,
+                message.params.meta.get(META_CLIENT_CAPABILITIES),  # a dict: checked
             )
             event = RequestReceived(
-                request=message,
-                request_id=request_id,
-                method=method,
-                progress_token=token,
-                protocol_version=checked.version,
-                client_capabilities=checked.capabilities,
-                client_info=checked.client_info,
-                log_level=level,
+                message,
+                request_id,
+                method,
+                token,
+                checked.version,
+                checked.capabilities,
+                checked.client_info,
+                checked.log_level,
             )
         if batch is not None:
             batch.waiting.add(request_id)
         return [event]
+
+    def _token_problem(self, message: Any, token: Any) -> ProtocolViolation:
+        """The violation of a request whose progress token is not a string or an
+        integer, or is in use by another active request."""
+        if token.__class__ is not str and token.__class__ is not int:
+            return self._refuse(
+                message,
+                Rule.INVALID_PARAMS,
+                f"not a string or an integer: {token!r}",
+                "$.params._meta.progressToken",
+            )
+        return self._refuse(
+            message,
+            Rule.PROGRESS_TOKEN_IN_USE,
+            f"progress token {token!r} is in use by another active request",
+            "$.params._meta.progressToken",
+        )
 
     def _loose_token(self, message: Any) -> Any:
         """The progress token in the open params (a plain object) of ``ping``,
@@ -315,7 +396,7 @@ class Inbound(SessionCore):
     # -- notifications -----------------------------------------------------------------------------
 
     def _on_notification(self, message: Any) -> list[Event]:
-        return [NotificationReceived(notification=message, method=message.method)]
+        return [NotificationReceived(message, message.method)]
 
     def _on_cancelled(self, message: Any) -> list[Event]:
         """The peer cancelled a request of its own: drop it, never answer it."""
@@ -360,30 +441,32 @@ class Inbound(SessionCore):
         params = message.params
         token = params.progress_token
         progress = params.progress
+        expected = self._expected
         # Tokens.step, inline for the usual case: an active token, increasing progress.
-        track = self._expected.active.get(token)
-        if track is not None and (track.last is None or progress > track.last):
-            track.last = progress
-            total = params.total
-            text = getattr(params, "message", UNSET)
-            return [
-                ProgressReceived(
-                    notification=message,
-                    progress_token=token,
-                    progress=progress,
-                    total=None if total is UNSET else total,
-                    message=None if text is UNSET else text,
-                    request_id=track.request_id,
-                )
-            ]
-        verdict = self._expected.step(token, progress)
+        request_id = expected.active.get(token)
+        if request_id is not None:
+            lasts = expected.last
+            last = lasts.get(token)
+            if last is None or progress > last:
+                lasts[token] = progress
+                total = params.total
+                text = getattr(params, "message", UNSET)  # not in 2024-11-05
+                return [
+                    ProgressReceived(
+                        message,
+                        token,
+                        progress,
+                        None if total is UNSET else total,
+                        None if text is UNSET else text,
+                        request_id,
+                    )
+                ]
+        verdict = expected.step(token, progress)
         if verdict is IGNORE:
             return []  # crossed this side's cancellation of the request
         assert isinstance(verdict, Rule)
-        request_id = None
         if verdict is Rule.PROGRESS_NOT_INCREASING:
             reason, path = f"progress {progress!r} does not increase", "$.params.progress"
-            request_id = self._expected.active[token].request_id
         elif verdict is Rule.PROGRESS_AFTER_COMPLETION:
             reason = f"progress for token {token!r} after its request completed"
             path = "$.params.progressToken"
@@ -411,18 +494,18 @@ class Inbound(SessionCore):
         if record.method == "initialize":
             return self._on_initialize_result(record, response)
         result = response.result
-        if result.__class__ is msgspec.Raw:  # else typed already (``_awaited``)
+        if result.__class__ is Raw:  # else typed already (``_awaited``)
             try:
                 result = self._codec.decode_result(record.method, result, task=record.task)
             except InvalidMessage as exc:
                 self._settle_outgoing(record, None)
                 return [self._invalid_result(record, exc)]
+        if record.plain:  # the usual answer: nothing to check or settle
+            return [ResponseReceived(record.id, record.method, result, record.request)]
         return self._on_typed_result(record, result)
 
     def _on_typed_result(self, record: OutgoingRequest, result: Any) -> list[Event]:
-        received = ResponseReceived(
-            request_id=record.id, method=record.method, result=result, request=record.request
-        )
+        received = ResponseReceived(record.id, record.method, result, record.request)
         if record.plain:
             return [received]
         problem = self._check_result(record, result)

@@ -136,7 +136,7 @@ class Outbound(SessionCore):
             for request_id in registered:
                 record = self._outgoing.pop(request_id, None)
                 if record is not None and record.progress_token is not None:
-                    self._expected.active.pop(record.progress_token, None)
+                    self._expected.drop(record.progress_token)
             raise
         return b"[" + b",".join(parts) + b"]"
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from typing import Final
 
-import msgspec
-
 from .envelope import RequestId
 from .pending import Memory
 from .rules import Rule
 
-__all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Tokens", "Track"]
+__all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Tokens"]
 
 ProgressToken = int | str
 
@@ -33,74 +31,88 @@ TERMINAL_TASK_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 IGNORE: Final = "ignore"
 
 
-class Track(msgspec.Struct, gc=False):
-    """One active token: the request it belongs to and the last progress value."""
-
-    request_id: RequestId
-    last: float | None = None
-    task_id: str | None = None
-
-
 class Tokens:
-    """The tokens of the requests of one direction: active, done and cancelled."""
+    """The tokens of the requests of one direction: active, done and cancelled.
 
-    __slots__ = ("active", "cancelled", "done", "tasks")
+    An active token maps to its request's id alone, and its last progress value sits
+    in :attr:`last`: registering a token (once per request that asks for progress) then
+    builds no object.
+    """
+
+    __slots__ = ("_cancelled", "_done", "active", "cancelled", "done", "last", "task_of", "tasks")
 
     def __init__(self) -> None:
-        #: Tokens of requests in flight (or of tasks still running), by token.
-        self.active: dict[ProgressToken, Track] = {}
+        #: The request of each token in flight (or of a task still running), by token.
+        self.active: dict[ProgressToken, RequestId] = {}
+        #: The last progress value of the active tokens that had progress, by token.
+        self.last: dict[ProgressToken, float] = {}
         self.done: Memory[ProgressToken] = Memory()
         self.cancelled: Memory[ProgressToken] = Memory()
+        # The memories' members (the same dicts), read when a token is registered.
+        self._done = self.done.items
+        self._cancelled = self.cancelled.items
         #: Tokens kept for a task, by task id.
         self.tasks: dict[str, ProgressToken] = {}
+        #: The task id of each token kept for a task, by token.
+        self.task_of: dict[ProgressToken, str] = {}
 
     def begin(self, token: ProgressToken, request_id: RequestId) -> bool:
         """Register the token of a request; False if an active request has it."""
         active = self.active
         if token in active:
             return False
-        active[token] = Track(request_id)
-        self.done.items.pop(token, None)
-        self.cancelled.items.pop(token, None)
+        active[token] = request_id
+        # A token used again is no longer done or cancelled (both stay empty until a
+        # request with a token is over, so the usual first use skips the lookups).
+        if self._done:
+            self._done.pop(token, None)
+        if self._cancelled:
+            self._cancelled.pop(token, None)
         return True
 
-    def step(self, token: ProgressToken, progress: float) -> Track | Rule | str:
-        """Check and record one progress value: the token's :class:`Track` when it is
-        fine, :data:`IGNORE` for a cancelled request, else the rule it breaks."""
-        track = self.active.get(token)
-        if track is None:
-            if token in self.cancelled.items:
+    def step(self, token: ProgressToken, progress: float) -> Rule | str | None:
+        """Check and record one progress value: ``None`` when it is fine, :data:`IGNORE`
+        for a cancelled request, else the rule it breaks."""
+        if token not in self.active:
+            if token in self._cancelled:
                 return IGNORE
-            if token in self.done.items:
+            if token in self._done:
                 return Rule.PROGRESS_AFTER_COMPLETION
             return Rule.PROGRESS_UNKNOWN_TOKEN
-        last = track.last
+        last = self.last.get(token)
         if last is not None and not progress > last:
             return Rule.PROGRESS_NOT_INCREASING
-        track.last = progress
-        return track
+        self.last[token] = progress
+        return None
 
     def finish(
         self, token: ProgressToken, *, task_id: str | None = None, cancelled: bool = False
     ) -> None:
         """The request completed (its token kept for ``task_id``), or was cancelled."""
-        track = self.active.get(token)
-        if track is None:
+        if token not in self.active:
             return
         if task_id is not None and not cancelled:
-            track.task_id = task_id
+            self.task_of[token] = task_id
             self.tasks[task_id] = token
             return
-        del self.active[token]
-        if track.task_id is not None:
-            self.tasks.pop(track.task_id, None)
+        self.drop(token)
         (self.cancelled if cancelled else self.done).add(token)
+
+    def drop(self, token: ProgressToken) -> None:
+        """Forget an active token (and the task it was kept for)."""
+        self.active.pop(token, None)
+        self.last.pop(token, None)
+        task_id = self.task_of.pop(token, None)
+        if task_id is not None:
+            self.tasks.pop(task_id, None)
 
     def task_finished(self, task_id: str) -> None:
         """The task reached a terminal status: its token is done."""
         token = self.tasks.pop(task_id, None)
         if token is not None and token in self.active:
             del self.active[token]
+            self.last.pop(token, None)
+            self.task_of.pop(token, None)
             self.done.add(token)
 
 

@@ -24,7 +24,7 @@ from .core import error_object
 from .envelope import ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
-from .inbound import Handler, Inbound
+from .inbound import Handler, Inbound, RequestHandler
 from .misuse import (
     CapabilityError,
     LocalProtocolError,
@@ -51,6 +51,7 @@ from .stateless import (
     LEVELS,
     LISTEN,
     MetaReader,
+    Problem,
     RequestMeta,
     input_required_problem,
 )
@@ -89,6 +90,13 @@ class ServerSession(Inbound, Outbound):
         self._handshake_accepted = handshake
         self._stateless_accepted = stateless
         self._instructions = instructions
+        # Before the dispatch table is built (in ``super().__init__``), which binds it.
+        self._meta_reader: MetaReader | None = None
+        if stateless:
+            module = importlib.import_module(module_name(stateless[-1]))
+            self._meta_reader = MetaReader(
+                stateless, module.ClientCapabilities, module.Implementation
+            )
         #: The version the initialize result must name, once initialize arrived.
         self._answer_version: str | None = None
         self._client_capabilities_typed: Any = None
@@ -97,17 +105,13 @@ class ServerSession(Inbound, Outbound):
         else:
             super().__init__(accepted, info, capabilities, Phase.READY, stateless[-1])
             self._ready("stateless")
-        self._meta_reader: MetaReader | None = None
-        if stateless:
-            module = importlib.import_module(module_name(stateless[-1]))
-            self._meta_reader = MetaReader(
-                stateless, module.ClientCapabilities, module.Implementation
-            )
 
     # -- the dispatch table ---------------------------------------------------------------------
 
-    def _request_handler(self) -> Handler:
-        return self._on_stateless_request if self._per_request_meta else self._on_request
+    def _request_handler(self, cls: type) -> Handler:
+        if not self._per_request_meta:
+            return super()._request_handler(cls)
+        return self._stateless_handler(cls, self._accept_handler(cls))
 
     def _request_handlers(self) -> dict[str, Handler]:
         return {"initialize": self._on_initialize_request, LISTEN: self._on_listen_request}
@@ -181,26 +185,37 @@ class ServerSession(Inbound, Outbound):
             ),
         ]
 
-    def _on_stateless_request(self, message: Any) -> list[Event]:
-        """A request in the stateless model: its ``_meta`` checked first."""
-        if message.id in self._incoming:
-            return [self._duplicate(message)]
-        checked = self._check_meta(message)
-        if isinstance(checked, ProtocolViolation):
-            return [checked]
-        ready = None if self._ready_emitted else self._stateless_ready(checked)
-        path = self._refused.get(message.__class__)
-        events: list[Event] = (
-            [self._capability_violation(message, path)]
-            if path is not None
-            else self._on_request(message, checked)
-        )
-        if ready is not None:
-            events.insert(0, ready)
-        return events
+    def _stateless_handler(self, cls: type, accept: RequestHandler) -> Handler:
+        """The handler of requests of ``cls`` in the stateless model: their ``_meta``
+        checked first; ``accept`` takes them in once it passed. What does not change per
+        message is bound once, here."""
+        incoming = self._incoming
+        reader = self._meta_reader
+        assert reader is not None
+        read = reader.read
+
+        def on_stateless_request(message: Any) -> list[Event]:
+            if message.id in incoming:
+                return [self._duplicate(message)]
+            meta = message.params.meta
+            checked = read(meta)
+            if not isinstance(checked, RequestMeta):
+                return [self._meta_violation(message, meta, checked)]
+            ready = None if self._ready_emitted else self._stateless_ready(checked)
+            path = self._refused.get(cls)
+            events: list[Event] = (
+                [self._capability_violation(message, path)]
+                if path is not None
+                else accept(message, checked)
+            )
+            if ready is not None:
+                events.insert(0, ready)
+            return events
+
+        return on_stateless_request
 
     def _on_listen_request(self, message: Any) -> list[Event]:
-        events = self._on_stateless_request(message)
+        events = self._stateless_handler(message.__class__, self._on_request)(message)
         if isinstance(events[-1], RequestReceived):
             self._subscriptions.opened(message.id, as_json(message.params.notifications))
         return events
@@ -218,20 +233,17 @@ class ServerSession(Inbound, Outbound):
             peer_capabilities=checked.capabilities,
         )
 
-    def _check_meta(self, message: Any) -> RequestMeta | ProtocolViolation:
-        reader = self._meta_reader
-        assert reader is not None
-        meta = message.params.meta
-        checked = reader.read(meta)
-        if isinstance(checked, RequestMeta):
-            return checked
+    def _meta_violation(
+        self, message: Any, meta: dict[str, Any], problem: Problem
+    ) -> ProtocolViolation:
+        """The violation of a request whose ``_meta`` breaks ``problem.rule``."""
         data = None
-        if checked.rule is Rule.UNSUPPORTED_PROTOCOL_VERSION:
+        if problem.rule is Rule.UNSUPPORTED_PROTOCOL_VERSION:
             data = {
                 "supported": list(reversed(self._accepted)),
                 "requested": meta.get(META_PROTOCOL_VERSION),
             }
-        return self._refuse(message, checked.rule, checked.reason, checked.path, data)
+        return self._refuse(message, problem.rule, problem.reason, problem.path, data)
 
     # -- building answers ----------------------------------------------------------------------
 

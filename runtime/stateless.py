@@ -68,13 +68,15 @@ FILTER_FIELDS: Final[Mapping[str, str]] = {
 
 
 class RequestMeta(NamedTuple):
-    """The checked ``_meta`` entries of one request."""
+    """The checked ``_meta`` entries of one request (the same for every request that
+    sends equal entries)."""
 
     version: str
     capabilities: Any
-    capabilities_json: dict[str, Any]
     client_info: Any
     log_level: str | None
+    #: The rank of ``log_level`` (see :data:`LEVELS`).
+    log_rank: int | None
 
 
 class Problem(NamedTuple):
@@ -110,9 +112,14 @@ class _Converted:
 
 class MetaReader:
     """Checks the ``_meta`` of 2026-07-28 requests against the versions a server
-    accepts, and types capabilities and identity."""
+    accepts, and types capabilities and identity.
 
-    __slots__ = ("_accepted", "_caps", "_info")
+    A client sends the same entries on every request, so the last entries that passed
+    and their :class:`RequestMeta` are kept: a request whose entries equal them passes
+    with that, at the cost of four lookups and comparisons.
+    """
+
+    __slots__ = ("_accepted", "_caps", "_info", "_last", "_last_caps", "_last_info")
 
     def __init__(
         self, accepted: tuple[str, ...], capabilities_type: Any, implementation_type: Any
@@ -120,9 +127,34 @@ class MetaReader:
         self._accepted = accepted
         self._caps = _Converted(capabilities_type)
         self._info = _Converted(implementation_type)
+        #: The last entries that passed: the result, capabilities and identity (JSON).
+        self._last: RequestMeta | None = None
+        self._last_caps: Any = None
+        self._last_info: Any = None
 
     def read(self, meta: Mapping[str, Any]) -> RequestMeta | Problem:
         version = meta.get(META_PROTOCOL_VERSION)
+        caps_json = meta.get(META_CLIENT_CAPABILITIES)
+        info_json = meta.get(META_CLIENT_INFO)
+        level = meta.get(META_LOG_LEVEL)
+        last = self._last
+        if (
+            last is not None
+            and version == last.version
+            and caps_json == self._last_caps
+            and info_json == self._last_info
+            and level == last.log_level
+        ):
+            return last
+        checked = self._check(version, caps_json, info_json, level)
+        if checked.__class__ is RequestMeta:
+            self._last, self._last_caps, self._last_info = checked, caps_json, info_json
+        return checked
+
+    def _check(
+        self, version: Any, caps_json: Any, info_json: Any, level: Any
+    ) -> RequestMeta | Problem:
+        """The entries checked and typed, one by one."""
         if version is None:
             return Problem(Rule.MISSING_PROTOCOL_VERSION, _at(META_PROTOCOL_VERSION), "missing")
         if not isinstance(version, str):
@@ -135,12 +167,10 @@ class MetaReader:
                 _at(META_PROTOCOL_VERSION),
                 f"unsupported protocol version {version!r}",
             )
-        caps_json = meta.get(META_CLIENT_CAPABILITIES)
         if caps_json is None:
             return Problem(
                 Rule.MISSING_CLIENT_CAPABILITIES, _at(META_CLIENT_CAPABILITIES), "missing"
             )
-        info_json = meta.get(META_CLIENT_INFO)
         typed_caps, typed_info = self._caps, self._info
         key = META_CLIENT_CAPABILITIES  # what is being typed, for the error's path
         try:
@@ -157,14 +187,13 @@ class MetaReader:
                 info = typed_info.convert(info_json)
         except msgspec.ValidationError as exc:
             return Problem(Rule.INVALID_REQUEST_META, _at(key), str(exc))
-        level = meta.get(META_LOG_LEVEL)
         if level is not None and level not in LEVELS:
             return Problem(
                 Rule.INVALID_REQUEST_META,
                 _at(META_LOG_LEVEL),
                 f"not a logging level: {level!r} (one of {', '.join(LEVELS)})",
             )
-        return RequestMeta(version, caps, caps_json, info, level)
+        return RequestMeta(version, caps, info, level, None if level is None else LEVELS[level])
 
 
 class _Subscription:

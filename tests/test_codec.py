@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from types import ModuleType
 from typing import Any
@@ -280,6 +281,29 @@ def test_merged_unions_check_membership() -> None:
     assert form.mode is msgspec.UNSET  # mode may be absent: a form
     with pytest.raises(InvalidMessage, match="ElicitRequestURLParams"):
         rev.codec.decode_as(rev.ElicitRequestParams, b'{"message":"m","mode":"url"}')
+
+
+def test_merged_union_fast_check_defers_to_the_full_check() -> None:
+    """The generated inline test of each member accepts only exact classes; a value it
+    passes over goes to ``check_members``, which decides with ``isinstance``."""
+    rev = MODULES["2025-11-25"]
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    # An int subclass: not an exact int, still an integer schema's default.
+    schema = rev.PrimitiveSchemaDefinition(type="integer", default=Level.HIGH)
+    assert schema.default == 3
+    # A bool is never a number, whichever path looks at it.
+    with pytest.raises(ValueError, match="NumberSchema \\(default is not int or float\\)"):
+        rev.PrimitiveSchemaDefinition(type="number", default=True)
+    with pytest.raises(InvalidMessage, match="default is not bool") as caught:
+        rev.codec.decode_as(
+            rev.ElicitRequestParams,
+            b'{"message":"m","requestedSchema":{"type":"object",'
+            b'"properties":{"ok":{"type":"boolean","default":"yes"}}}}',
+        )
+    assert caught.value.path == "$.requestedSchema.properties[...]"  # msgspec: a dict value
 
 
 def test_owned_unions_in_decode_as(rev: ModuleType) -> None:

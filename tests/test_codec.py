@@ -417,6 +417,46 @@ def test_decode_response_types_the_result_in_one_pass(rev: ModuleType) -> None:
         rev.codec.decode_response(error, "no/such")
 
 
+@pytest.mark.parametrize("pad", [0, 4096], ids=["small", "large"])
+def test_result_unions_decode_alike_at_every_size(pad: int) -> None:
+    """A 2026-07-28 result union is tried as the union first when small and as its
+    complete member first when large: both orders give the same values and errors."""
+    rev = MODULES["2026-07-28"]
+    meta = {"pad": "x" * pad}
+
+    def raw(**result: Any) -> bytes:
+        return json.dumps({**result, "_meta": meta}).encode()
+
+    def response(result: bytes) -> bytes:
+        return b'{"jsonrpc":"2.0","id":9,"result":' + result + b"}"
+
+    cases = {
+        raw(resultType="complete", content=[]): rev.CallToolResult,
+        raw(content=[]): rev.CallToolResult,  # an older peer's, without resultType
+        raw(resultType="input_required", inputRequests={"a": {"method": "roots/list"}}): (
+            rev.InputRequiredResult
+        ),
+    }
+    for result, expected in cases.items():
+        assert (len(result) > 2048) == bool(pad)
+        assert type(rev.codec.decode_result("tools/call", result)) is expected
+        answer = rev.codec.decode_response(response(result), "tools/call")
+        assert isinstance(answer, ResultResponse) and type(answer.result) is expected
+    for result, path in (
+        (raw(resultType="complete", content=7), "$.result.content"),
+        (raw(content=7), "$.result.content"),
+        (raw(resultType="input_required", inputRequests=7), "$.result.inputRequests"),
+    ):
+        with pytest.raises(InvalidMessage) as caught:
+            rev.codec.decode_result("tools/call", result)
+        assert caught.value.path == path
+        with pytest.raises(InvalidMessage) as caught:
+            rev.codec.decode_response(response(result), "tools/call")
+        assert caught.value.path == path
+    with pytest.raises(InvalidMessage, match="resultType"):
+        rev.codec.decode_result("tools/call", raw(resultType="later", content=[]))
+
+
 def test_legacy_result_without_result_type_in_one_pass() -> None:
     rev = MODULES["2026-07-28"]
     response = rev.codec.decode_response(

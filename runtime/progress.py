@@ -110,9 +110,7 @@ class Tokens:
         """The task reached a terminal status: its token is done."""
         token = self.tasks.pop(task_id, None)
         if token is not None and token in self.active:
-            del self.active[token]
-            self.last.pop(token, None)
-            self.task_of.pop(token, None)
+            self.drop(token)
             self.done.add(token)
 
 

@@ -88,6 +88,14 @@ def tools_call(session: Any, request_id: Any, **params: Any) -> Any:
     return t.CallToolRequest(id=request_id, params=t.CallToolRequestParams(name="echo", **params))
 
 
+def tools_list(session: Any, request_id: Any) -> Any:
+    """A ``tools/list`` request of the session's revision (2026-07-28 requires params)."""
+    t = session.types
+    if session.codec.revision == "2026-07-28":
+        return t.ListToolsRequest(id=request_id, params=t.PaginatedRequestParams())
+    return t.ListToolsRequest(id=request_id)
+
+
 def tools_call_result(session: Any, text: str = "ok") -> Any:
     """A ``CallToolResult`` of the session's revision."""
     t = session.types

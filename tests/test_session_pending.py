@@ -38,6 +38,7 @@ from .session_kit import (
     only,
     tools_call,
     tools_call_result,
+    tools_list,
     wire,
 )
 
@@ -74,12 +75,7 @@ def test_incoming_duplicate_id_is_a_violation_without_answer(revision: str) -> N
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_response_is_typed_by_the_method_of_its_id(revision: str) -> None:
     client, server = connect(revision)
-    t = client.types
-    list_request = (
-        t.ListToolsRequest(id=1)
-        if revision != "2026-07-28"
-        else t.ListToolsRequest(id=1, params=t.PaginatedRequestParams())
-    )
+    list_request = tools_list(client, 1)
     server.receive(client.send(list_request))
     server.receive(client.send(tools_call(client, 2)))
     st = server.types

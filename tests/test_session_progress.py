@@ -20,7 +20,16 @@ from mcpspec.runtime import (
     Rule,
 )
 
-from .session_kit import HANDSHAKE, REVISIONS, connect, only, tools_call, tools_call_result, wire
+from .session_kit import (
+    HANDSHAKE,
+    REVISIONS,
+    connect,
+    only,
+    tools_call,
+    tools_call_result,
+    tools_list,
+    wire,
+)
 
 
 def _progress(session: Any, token: Any, value: float, total: float | None = None) -> Any:
@@ -212,14 +221,9 @@ def test_task_augmented_request_keeps_its_token_until_the_task_ends() -> None:
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_progress_token_argument_goes_into_params_meta(revision: str) -> None:
     client, server = connect(revision)
-    t = client.types
     # A request without params gets them, carrying the token; what is recorded as sent
     # is what went on the wire.
-    listing = (
-        t.ListToolsRequest(id=12)
-        if revision != "2026-07-28"
-        else t.ListToolsRequest(id=12, params=t.PaginatedRequestParams())
-    )
+    listing = tools_list(client, 12)
     data = client.send(listing, progress_token="list")
     assert json.loads(data)["params"]["_meta"]["progressToken"] == "list"
     received = only(server.receive(data), RequestReceived)

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
         ResponseReceived,
         SessionReady,
     )
+    from .limits import DEFAULT_LIMITS, Limits
     from .misuse import (
         CapabilityError,
+        LimitError,
         LocalProtocolError,
         NegotiationError,
         ProgressError,
@@ -54,6 +56,8 @@ _LAZY = {
     "ClientSession": "client",
     "ServerSession": "server",
     "Phase": "state",
+    "Limits": "limits",
+    "DEFAULT_LIMITS": "limits",
     "Rule": "rules",
     "RULES": "rules",
     **dict.fromkeys(
@@ -75,6 +79,7 @@ _LAZY = {
     **dict.fromkeys(
         [
             "CapabilityError",
+            "LimitError",
             "LocalProtocolError",
             "NegotiationError",
             "ProgressError",
@@ -89,6 +94,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "RULES",
     "CapabilityError",
     "ClientSession",
@@ -99,6 +105,8 @@ __all__ = [
     "ErrorResponse",
     "Event",
     "InvalidMessage",
+    "LimitError",
+    "Limits",
     "LocalProtocolError",
     "Message",
     "NegotiationError",

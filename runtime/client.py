@@ -2,7 +2,8 @@
 
 What only a client does: it opens the connection (``initialize``, or the
 ``server/discover`` probe of ``auto`` mode), negotiates from the answer (falling back to
-``initialize`` on -32601, retrying once on -32022), and hands over what negotiation
+``initialize`` on -32601 or any error an older server answers, retrying once on -32022;
+an answer it cannot use fails negotiation), and hands over what negotiation
 makes it write as :class:`~mcpspec.runtime.events.Outgoing` events. In the stateless
 model it puts the protocol version, its capabilities and identity in the ``_meta`` of
 every request, retries requests answered with ``InputRequiredResult``, and checks that
@@ -18,8 +19,9 @@ import msgspec
 from msgspec import UNSET
 
 from .capabilities import as_json
+from .codec import DECODE_FAILURES
 from .core import Sendable, error_object, revision_of
-from .envelope import ErrorObject, RequestId, ResultResponse
+from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 from .events import (
     Event,
@@ -31,6 +33,7 @@ from .events import (
     SessionReady,
 )
 from .inbound import Handler, Inbound
+from .limits import Limits
 from .misuse import LocalProtocolError, NegotiationError, RevisionError, StateError
 from .negotiation import (
     META_CLIENT_CAPABILITIES,
@@ -62,17 +65,24 @@ __all__ = ["ClientSession"]
 
 #: Requests that negotiate, and so may pick the revision before negotiation.
 _NEGOTIATING = frozenset({"initialize", "server/discover"})
+#: Errors with which a 2026-07-28 server refuses a probe it read (-32022 is retried).
+_MODERN_REFUSALS = frozenset(
+    {ErrorCode.HEADER_MISMATCH, ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY}
+)
 
 
 class ClientSession(Inbound, Outbound):
     """The client side of one MCP connection, in either protocol model.
 
     ``mode`` is ``"auto"`` (probe ``server/discover``; fall back to ``initialize`` when
-    the server answers -32601; on -32022 retry once with the newest mutually accepted
-    revision), ``"legacy"`` (``initialize`` only), or one revision to pin.
+    the server answers -32601 or another error that is not a 2026-07-28 refusal, id null
+    included; on -32022 retry once with the newest mutually accepted revision; on -32020,
+    -32021 or an invalid discover result, fail), ``"legacy"`` (``initialize`` only), or
+    one revision to pin.
     ``revisions`` restricts the revisions accepted; ``info`` and ``capabilities`` are
     the client's identity and capabilities (generated values of any revision, or
-    mappings).
+    mappings); ``limits`` bound what the server can make the session hold
+    (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
 
     Start with :meth:`start` (or send an ``initialize``/``server/discover`` request
     yourself); a client pinned to 2026-07-28 may send requests right away.
@@ -87,6 +97,7 @@ class ClientSession(Inbound, Outbound):
         mode: ClientMode = "auto",
         info: Any = None,
         capabilities: Any = None,
+        limits: Limits | None = None,
     ) -> None:
         accepted = accepted_revisions(revisions)
         if mode in accepted_revisions(None) and revisions is None:
@@ -97,12 +108,14 @@ class ClientSession(Inbound, Outbound):
         #: The version this client offered (initialize) or probed with.
         self._offered: str | None = None
         self._probe_retried = False
+        #: The id of the ``server/discover`` that :meth:`start` sent, if it sent one.
+        self._opening: RequestId | None = None
         #: The capabilities of the last discover result, typed and as the JSON object
         #: kept; its server identity, as JSON and typed.
         self._discovered: tuple[Any, dict[str, Any]] | None = None
         self._discovered_info: tuple[Any, Any] | None = None
         phase = Phase.READY if kind == "stateless" else Phase.IDLE
-        super().__init__(accepted, info, capabilities, phase, version)
+        super().__init__(accepted, info, capabilities, phase, version, limits)
         if kind == "stateless":
             self._ready("stateless")
 
@@ -125,7 +138,10 @@ class ClientSession(Inbound, Outbound):
         with 2026-07-28 accepted, or pinned 2026-07-28) or ``initialize``."""
         if self._plan == "initialize":
             return self.send(self._initialize_request(self._codec.revision))
-        return self.send(self._discover_request(self._codec.revision))
+        request = self._discover_request(self._codec.revision)
+        data = self.send(request)
+        self._opening = request.id
+        return data
 
     def _initialize_request(self, version: str) -> Any:
         if version != self._codec.revision:
@@ -302,7 +318,7 @@ class ClientSession(Inbound, Outbound):
     ) -> list[Event]:
         try:
             version = RESULT_VERSION_DECODER.decode(response.result).protocol_version
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except DECODE_FAILURES:
             version = None
         if not isinstance(version, str) or version not in self._accepted or is_stateless(version):
             return self._fail_negotiation(
@@ -411,20 +427,24 @@ class ClientSession(Inbound, Outbound):
                 else Rule.UNSUPPORTED_VERSION,
             )
             return
-        if record.method != "server/discover" or self._life.phase is not Phase.PROBING:
+        if record.method != "server/discover":
             return
-        handshake = [r for r in self._accepted if not is_stateless(r)]
-        if error.code == ErrorCode.METHOD_NOT_FOUND:
-            if not handshake:
+        opening = record.id == self._opening
+        if opening:
+            self._opening = None
+        if self._life.phase is not Phase.PROBING:
+            if opening and not self._ready_emitted:
+                # A client pinned to 2026-07-28 opened with server/discover: refused, no
+                # revision is left to negotiate.
                 self._fail_negotiation(
-                    "the server has no server/discover and this client has no handshake revision",
+                    f"the server refused server/discover: {error.code} {error.message}",
                     [],
                     events,
                     error=error,
-                    rule=Rule.METHOD_NOT_FOUND,
+                    rule=Rule.METHOD_NOT_FOUND
+                    if error.code == ErrorCode.METHOD_NOT_FOUND
+                    else Rule.UNSUPPORTED_VERSION,
                 )
-                return
-            self._send_own(self._initialize_request(handshake[-1]), events)
             return
         if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
             data = error.data if isinstance(error.data, dict) else {}
@@ -447,13 +467,75 @@ class ClientSession(Inbound, Outbound):
             )
             self._send_own(request, events)
             return
-        self._fail_negotiation(
-            f"the server answered server/discover with error {error.code} {error.message}",
-            [],
-            events,
-            error=error,
-            rule=Rule.UNSUPPORTED_VERSION,
-        )
+        if error.code in _MODERN_REFUSALS:
+            # A 2026-07-28 server that refuses the probe itself: no older model to try.
+            self._fail_negotiation(
+                f"the server refused server/discover: {error.code} {error.message}",
+                [],
+                events,
+                error=error,
+            )
+            return
+        # -32601, or an error no 2026-07-28 server answers a probe with (-32000 "Server
+        # not initialized", -32600, ...): an older server, which wants initialize first.
+        handshake = [r for r in self._accepted if not is_stateless(r)]
+        if not handshake:
+            self._fail_negotiation(
+                "the server has no server/discover and this client has no handshake revision",
+                [],
+                events,
+                error=error,
+                rule=Rule.METHOD_NOT_FOUND,
+            )
+            return
+        self._send_own(self._initialize_request(handshake[-1]), events)
+
+    def _on_error(self, response: ErrorResponse) -> list[Event]:
+        request_id = response.id
+        if request_id is None or request_id is UNSET:
+            # An older server that cannot read the probe may answer it with id null (or
+            # none): while negotiation awaits the probe's answer, that error is it.
+            probe = self._open_probe()
+            if probe is not None:
+                response = msgspec.structs.replace(response, id=probe)
+        return super()._on_error(response)
+
+    def _on_result(self, response: ResultResponse) -> list[Event]:
+        if self._opening is None and self._life.phase is not Phase.PROBING:
+            return super()._on_result(response)  # no probe awaits its answer
+        probe = self._open_probe()
+        events = super()._on_result(response)
+        if probe is None or response.id != probe:
+            return events
+        if probe == self._opening:
+            self._opening = None
+        if not self._ready_emitted and self._life.phase in (Phase.PROBING, Phase.READY):
+            # The probe was answered with a result this client cannot use (it broke the
+            # schema): negotiation ends here rather than waiting for nothing.
+            violation = next((e for e in events if isinstance(e, ProtocolViolation)), None)
+            self._fail_negotiation(
+                "the server answered server/discover with an invalid result"
+                + ("" if violation is None else f": {violation.reason}"),
+                [],
+                events,
+                error=None if violation is None else violation.error,
+                rule=Rule.INVALID_RESULT,
+            )
+        return events
+
+    def _open_probe(self) -> RequestId | None:
+        """The id of the ``server/discover`` whose answer negotiation awaits, if any:
+        the probe of an ``auto`` client, or the opening discover of a client pinned to
+        a stateless revision."""
+        if self._life.phase is Phase.PROBING:
+            for record in self._outgoing.values():
+                if record.method == "server/discover":
+                    return record.id
+            return None
+        opening = self._opening
+        if opening is not None and not self._ready_emitted and opening in self._outgoing:
+            return opening
+        return None
 
     # -- receiving ---------------------------------------------------------------------------
 

@@ -12,8 +12,10 @@ method, -32602 params that fail the schema, each with the JSON path and the reas
 
 from __future__ import annotations
 
+import _thread
 import functools
 import re
+import sys
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast, overload
 
 import msgspec
@@ -26,12 +28,12 @@ from .envelope import (
     ResultResponse,
     typed_response_type,
 )
-from .errors import ErrorCode, InvalidMessage
+from .errors import ErrorCode, InvalidMessage, show
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-__all__ = ["Codec", "Message"]
+__all__ = ["DECODE_FAILURES", "MAX_BATCH_MEMBERS", "Codec", "Message", "envelope_decoder"]
 
 T = TypeVar("T")
 
@@ -47,8 +49,14 @@ _SMALL = 512
 #: Below this size a 2026-07-28 result union is decoded as the union first (see
 #: ``Codec._decode_result_union``).
 _SMALL_RESULT = 2048
-#: What msgspec raises on input it refuses.
-_FAILED = (msgspec.ValidationError, msgspec.DecodeError)
+#: What msgspec raises on input it refuses: not JSON or not the type
+#: (``DecodeError``, ``ValidationError``), invalid UTF-8 inside a string
+#: (``UnicodeDecodeError``; ``UnicodeEncodeError`` for ``str`` input holding a lone
+#: surrogate), nesting deeper than the stack allows (``RecursionError``).
+DECODE_FAILURES = (msgspec.DecodeError, UnicodeError, RecursionError)
+#: The most members of a batch ``decode`` takes unless told otherwise.
+MAX_BATCH_MEMBERS = 1024
+_BOM = b"\xef\xbb\xbf"
 #: How requests and notifications begin, as common encoders write them.
 _MESSAGE_STARTS = (b'{"method"', b'{"jsonrpc":"2.0","method"', b'{"jsonrpc": "2.0", "method"')
 #: How responses begin, as common encoders write them.
@@ -87,7 +95,7 @@ class _Deferred:
 
 
 @functools.cache
-def _build_envelope_decoder() -> msgspec.json.Decoder[Any]:
+def envelope_decoder() -> msgspec.json.Decoder[Any]:
     """The envelope decoder, the same for every revision: built once, on first use."""
     return msgspec.json.Decoder(Envelope)
 
@@ -105,6 +113,73 @@ def _path(error: msgspec.ValidationError, prefix: str = "$") -> tuple[str, str]:
     if not sep:
         return prefix, text
     return prefix + where.rstrip("`")[1:], reason
+
+
+def _not_json(exc: Exception, data: bytes | str | msgspec.Raw) -> str:
+    """The reason text of a parse failure."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not JSON: a string is not valid UTF-8 ({exc.reason})"
+    if isinstance(exc, UnicodeEncodeError):
+        return "not JSON: the text holds a lone surrogate, which UTF-8 cannot encode"
+    if not isinstance(data, str) and bytes(memoryview(data)[:3]) == _BOM:
+        return "not JSON: a UTF-8 byte order mark before the message"
+    return f"not JSON: {exc}"
+
+
+def _stack_depth() -> int:
+    """How many frames the calling thread has on its stack."""
+    depth = 0
+    frame: Any = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
+
+
+_STACK_LOCK = _thread.RLock()
+
+
+def _on_whole_stack(decode: Callable[..., T], *args: Any, path: str = "$") -> T:
+    """``decode(*args)`` again after it ran out of stack: with the recursion limit
+    raised by the caller's own depth, so nesting that decodes on a fresh stack decodes
+    here too, whatever the caller's depth. Deeper nesting is a parse error (-32700).
+
+    msgspec decodes nested JSON recursively under the interpreter's recursion limit
+    (on 3.10 and 3.11; from 3.12 on, under the C recursion limit, which Python frames
+    do not use up). The limit is process-wide: it is raised under a lock and put back
+    at once.
+    """
+    with _STACK_LOCK:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + _stack_depth())
+        try:
+            return decode(*args)
+        except RecursionError:
+            raise InvalidMessage(
+                ErrorCode.PARSE_ERROR,
+                path,
+                f"nested deeper than the decoder takes (about {limit} levels)",
+            ) from None
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def _typed(
+    decode: Callable[..., T], args: tuple[Any, ...], prefix: str, method: str | None = None
+) -> T:
+    """``decode(*args)``, the last of which is the JSON of one value at ``prefix``; what
+    msgspec refuses becomes :class:`InvalidMessage`: -32602 for a value that is not of
+    the type, -32700 for text that is not JSON."""
+    try:
+        try:
+            return decode(*args)
+        except RecursionError:
+            return _on_whole_stack(decode, *args, path=prefix)
+    except msgspec.ValidationError as exc:
+        path, reason = _path(exc, prefix)
+        raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+    except (msgspec.DecodeError, UnicodeError) as exc:
+        raise InvalidMessage(ErrorCode.PARSE_ERROR, prefix, _not_json(exc, args[-1])) from None
 
 
 class Codec:
@@ -155,7 +230,7 @@ class Codec:
             self, "_message_decoder", self._build_message_decoder
         )
         self._envelope_decoder: msgspec.json.Decoder[Any] | _Deferred = _Deferred(
-            self, "_envelope_decoder", _build_envelope_decoder
+            self, "_envelope_decoder", envelope_decoder
         )
         #: Typed response decoders by method, for small and for large data.
         self._response_plans: dict[str, _ResponsePlan] = {}
@@ -172,16 +247,24 @@ class Codec:
         types = tuple(dict.fromkeys([*self.requests.values(), *self.notifications.values()]))
         return msgspec.json.Decoder(Union[types])  # noqa: UP007 (a union built at run time)
 
-    def decode(self, data: bytes | str) -> Message | list[Message | InvalidMessage]:
+    def decode(
+        self, data: bytes | str, max_batch_members: int = MAX_BATCH_MEMBERS
+    ) -> Message | list[Message | InvalidMessage]:
         """One wire message as a typed value.
 
         A request or notification comes back as its generated Struct (``.method``,
         ``.params``, and ``.id`` for requests), a response as :class:`ResultResponse`
         (``.result`` kept as ``msgspec.Raw``) or :class:`ErrorResponse`. A batch, where
         the revision allows one, comes back as a list in which a bad member is its
-        :class:`InvalidMessage`, so one bad member loses nothing else.
+        :class:`InvalidMessage`, so one bad member loses nothing else; a batch of more
+        than ``max_batch_members`` members is refused whole.
 
-        Raises :class:`InvalidMessage` for anything else.
+        Raises :class:`InvalidMessage` for anything else, and nothing else whatever
+        the input: not JSON, invalid UTF-8 in a string, a UTF-8 byte order mark,
+        integers of more than 4,300 digits (which Python will not convert) and nesting
+        deeper than the interpreter's recursion limit (about 1,000 levels by default;
+        the same at any depth of the caller's stack) are -32700. Of duplicate keys the
+        last one wins.
         """
         # The hot path, kept to a handful of operations: a small message is tried as a
         # request or notification in one typed pass (a wrong guess costs less than
@@ -189,8 +272,8 @@ class Codec:
         if len(data) < _SMALL:
             try:
                 message = self._message_decoder.decode(data)
-            except _FAILED:
-                return self._decode_other(data, True)
+            except DECODE_FAILURES:
+                return self._decode_slow(data, True, max_batch_members)
             # Returned as is unless ``jsonrpc`` was absent (see _checked_message) or a
             # notification may carry an ``"id"``.
             if message.jsonrpc is not JSONRPC_VERSION and (
@@ -200,10 +283,19 @@ class Codec:
                 typed: Message = message
                 return typed
             return self._checked_message(message, data)
-        return self._decode_other(data, False)
+        return self._decode_slow(data, False, max_batch_members)
+
+    def _decode_slow(
+        self, data: bytes | str, tried: bool, max_batch_members: int
+    ) -> Message | list[Message | InvalidMessage]:
+        """:meth:`_decode_other`, once more with the whole stack if it ran out."""
+        try:
+            return self._decode_other(data, tried, max_batch_members)
+        except RecursionError:
+            return _on_whole_stack(self._decode_other, data, tried, max_batch_members)
 
     def _decode_other(
-        self, data: bytes | str, tried: bool
+        self, data: bytes | str, tried: bool, max_batch_members: int
     ) -> Message | list[Message | InvalidMessage]:
         """``decode`` of a large message, or of a small one that is no request or
         notification (``tried``): where the first members say "request or notification",
@@ -211,7 +303,10 @@ class Codec:
         tells a response from a message; a response's result waits for
         ``decode_result``."""
         if isinstance(data, str):
-            data = data.encode()
+            try:
+                data = data.encode()
+            except UnicodeEncodeError as exc:
+                raise InvalidMessage(ErrorCode.PARSE_ERROR, "$", _not_json(exc, data)) from None
         if not tried and _looks_like_message(data):
             tried = True
             message = self._fast_message(data)
@@ -219,8 +314,8 @@ class Codec:
                 return message
         try:
             envelope = self._envelope_decoder.decode(data)
-        except _FAILED:
-            return self._classify(data)
+        except DECODE_FAILURES:
+            return self._classify(data, max_batch_members)
         if envelope.method is UNSET:
             response = self._checked_response(envelope)
             if response is not None:
@@ -229,13 +324,13 @@ class Codec:
             message = self._fast_message(data)
             if message is not None:
                 return message
-        return self._classify(data)
+        return self._classify(data, max_batch_members)
 
     def _fast_message(self, data: bytes) -> Message | None:
         """A request or notification in one msgspec pass, or ``None`` to classify."""
         try:
             message = self._message_decoder.decode(data)
-        except _FAILED:
+        except DECODE_FAILURES:
             return None
         checked = self._checked_message(message, data)
         return None if isinstance(checked, list) else checked
@@ -246,15 +341,15 @@ class Codec:
         """A decoded request or notification, or what the classifier makes of ``data``
         when the typed pass could not see what is wrong with it."""
         if isinstance(data, str):
-            data = data.encode()
+            data = data.encode()  # it decoded: it holds no lone surrogate
         # ``jsonrpc`` fills itself in when absent, with an object of its own: the
         # classifier says what is wrong with a message that lacked it.
         if message.jsonrpc is JSONRPC_VERSION:
-            return self._classify(data)
+            return self._classify(data, MAX_BATCH_MEMBERS)
         # A notification method sent with an id is a request for an unknown method; the
         # classifier looks closer when "id" shows anywhere (rare in notifications).
         if message.__class__ in self._notification_types and _ID_MEMBER.search(data):
-            return self._classify(data)
+            return self._classify(data, MAX_BATCH_MEMBERS)
         typed: Message = message
         return typed
 
@@ -272,7 +367,7 @@ class Codec:
         # ``plan[False]`` for small data, ``plan[True]`` for large (see _response_plan).
         try:
             r = plan[len(data) >= _SMALL_RESULT].decode(data)
-        except _FAILED:
+        except DECODE_FAILURES:
             return self._undecoded_response(data, method, task)
         if (
             r.error is UNSET
@@ -323,18 +418,21 @@ class Codec:
             return ErrorResponse(id=r.id, error=r.error)
         return None
 
-    def _classify(self, data: bytes) -> Message | list[Message | InvalidMessage]:
+    def _classify(
+        self, data: bytes, max_batch_members: int
+    ) -> Message | list[Message | InvalidMessage]:
         """The slow path: say exactly what is wrong with ``data``, or decode what the fast
         path passed over (batches, members in an unusual order)."""
         try:
             obj = msgspec.json.decode(data)
-        except msgspec.DecodeError as exc:
-            raise InvalidMessage(ErrorCode.PARSE_ERROR, "$", f"not JSON: {exc}") from None
+        except (msgspec.DecodeError, UnicodeError) as exc:
+            raise InvalidMessage(ErrorCode.PARSE_ERROR, "$", _not_json(exc, data)) from None
         if isinstance(obj, list):
-            return self._batch(obj)
+            return self._batch(obj, max_batch_members)
         return self._classify_object(obj, data)
 
-    def _batch(self, items: list[Any]) -> list[Message | InvalidMessage]:
+    def _batch(self, items: list[Any], max_members: int) -> list[Message | InvalidMessage]:
+        """The members of a batch, each decoded once from its own bytes."""
         if not self.batches:
             raise InvalidMessage(
                 ErrorCode.INVALID_REQUEST,
@@ -343,6 +441,14 @@ class Codec:
             )
         if not items:
             raise InvalidMessage(ErrorCode.INVALID_REQUEST, "$", "a batch cannot be empty")
+        if len(items) > max_members:
+            raise InvalidMessage(
+                ErrorCode.INVALID_REQUEST,
+                "$",
+                f"a batch of {len(items)} members is over the limit "
+                f"max_batch_members={max_members}",
+                limit="max_batch_members",
+            )
         out: list[Message | InvalidMessage] = []
         for index, item in enumerate(items):
             raw = msgspec.json.encode(item)
@@ -371,12 +477,16 @@ class Codec:
         )
         method = obj.get("method")
         readable_method = method if isinstance(method, str) else None
+        # Notifications and responses are never answered, even when refused.
+        answerable = has_id if "method" in obj else not ("result" in obj or "error" in obj)
 
         def invalid(code: ErrorCode, path: str, reason: str) -> InvalidMessage:
-            return InvalidMessage(code, path, reason, id=readable_id, method=readable_method)
+            return InvalidMessage(
+                code, path, reason, id=readable_id, method=readable_method, answerable=answerable
+            )
 
         if obj.get("jsonrpc") != "2.0":
-            reason = "missing" if "jsonrpc" not in obj else f"is {obj['jsonrpc']!r}"
+            reason = "missing" if "jsonrpc" not in obj else f"is {show(obj['jsonrpc'])}"
             raise invalid(ErrorCode.INVALID_REQUEST, "$.jsonrpc", f'must be "2.0"; {reason}')
         if has_id and readable_id is None and not (request_id is None and "method" not in obj):
             what = "null" if request_id is None else type(request_id).__name__
@@ -404,14 +514,14 @@ class Codec:
         if message_type is None:
             if method in other:
                 kind = "notification" if has_id else "request"
-                reason = f"{method!r} is a {kind} method, so the message needs " + (
+                reason = f"{show(method)} is a {kind} method, so the message needs " + (
                     "no id" if has_id else "an id"
                 )
                 raise invalid(ErrorCode.METHOD_NOT_FOUND, "$.method", reason)
             raise invalid(
                 ErrorCode.METHOD_NOT_FOUND,
                 "$.method",
-                f"unknown method {method!r} in revision {self.revision}",
+                f"unknown method {show(method)} in revision {self.revision}",
             )
         try:
             return cast(Message, self._decoder(message_type).decode(data))
@@ -463,21 +573,8 @@ class Codec:
         """
         union, complete = self._result_decoders_for(method, task)
         if complete is None:
-            try:
-                return union.decode(result)
-            except msgspec.ValidationError as exc:
-                error = exc
-            except msgspec.DecodeError as exc:
-                raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
-        else:
-            try:
-                return self._decode_result_union(union, complete, result)
-            except msgspec.ValidationError as exc:
-                error = exc
-            except msgspec.DecodeError as exc:
-                raise InvalidMessage(ErrorCode.PARSE_ERROR, "$.result", str(exc)) from None
-        path, reason = _path(error, "$.result")
-        raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
+            return _typed(union.decode, (result,), "$.result", method)
+        return _typed(self._decode_result_union, (union, complete, result), "$.result", method)
 
     @staticmethod
     def _decode_result_union(
@@ -569,12 +666,7 @@ class Codec:
             ):
                 raise InvalidMessage(ErrorCode.INVALID_REQUEST, "$", "not a response")
             return message
-        try:
-            return self._decoder(type_).decode(data)
-        except msgspec.ValidationError as exc:
-            raise InvalidMessage(ErrorCode.INVALID_PARAMS, *_path(exc, prefix)) from None
-        except msgspec.DecodeError as exc:
-            raise InvalidMessage(ErrorCode.PARSE_ERROR, prefix, f"not JSON: {exc}") from None
+        return _typed(self._decoder(type_).decode, (data,), prefix)
 
     # -- encoding -------------------------------------------------------------------------
 

@@ -30,12 +30,19 @@ from .capabilities import (
     as_json,
     defined_capabilities,
 )
-from .codec import Codec
+from .codec import DECODE_FAILURES, Codec, envelope_decoder
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
-from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage
+from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
+from .limits import DEFAULT_LIMITS, Limits
 from .negotiation import accepted_revisions, is_stateless
-from .pending import Batch, IncomingRequest, OutgoingRequest, PendingTable
+from .pending import (
+    Batch,
+    IncomingRequest,
+    OutgoingRequest,
+    PendingTable,
+    UnrecordedErrorResponse,
+)
 from .progress import TERMINAL_TASK_STATUSES, ProgressTracker, Tokens
 from .rules import RULES, Rule
 from .state import Lifecycle, Phase, Role, Trigger
@@ -49,6 +56,7 @@ __all__ = [
     "is_id",
     "params_meta",
     "revision_of",
+    "what_it_is",
 ]
 
 #: What ``send`` takes: a generated request or notification, or a response envelope.
@@ -112,24 +120,19 @@ def result_classes(result_type: Any) -> tuple[type, ...]:
     return tuple(c for arg in get_args(result_type) for c in result_classes(arg))
 
 
-def _answerable(data: bytes, index: int | None) -> tuple[bool, RequestId | None]:
-    """Whether a refused message is answered (a request, or something unreadable), and
-    the id to answer with."""
+def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
+    """Whether a message is answered (a request, or something unreadable), with the id
+    to answer with and its method, as far as they can be read."""
     try:
-        obj = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return True, None
-    if index is not None:
-        obj = obj[index] if isinstance(obj, list) and index < len(obj) else None
-    if not isinstance(obj, dict):
-        return True, None
-    if "method" not in obj:
-        if "result" in obj or "error" in obj:
-            return False, None
-    elif "id" not in obj:
-        return False, None
-    request_id = obj.get("id")
-    return True, request_id if is_id(request_id) else None
+        envelope = envelope_decoder().decode(data)
+    except DECODE_FAILURES:
+        return True, None, None
+    method = envelope.method if isinstance(envelope.method, str) else None
+    if envelope.method is UNSET:
+        return envelope.result is UNSET and envelope.error is UNSET, None, None
+    if envelope.id is UNSET:
+        return False, None, method
+    return True, envelope.id if is_id(envelope.id) else None, method
 
 
 class _Revision(NamedTuple):
@@ -176,7 +179,12 @@ class SessionCore:
         capabilities: Any,
         phase: Phase,
         revision: str,
+        limits: Limits | None,
     ) -> None:
+        self._limits = limits = DEFAULT_LIMITS if limits is None else limits
+        #: The limits read on hot paths.
+        self._max_bytes = limits.max_message_bytes
+        self._max_in_flight = limits.max_requests_in_flight
         self._accepted = accepted_revisions(revisions)
         self._info_json: dict[str, Any] = (
             as_json(info) if info is not None else dict(_default_info())
@@ -188,7 +196,7 @@ class SessionCore:
         #: The two directions of the pending table (the same dicts, read on hot paths).
         self._incoming = self._pending.incoming
         self._outgoing = self._pending.outgoing
-        self._progress = ProgressTracker()
+        self._progress = ProgressTracker(limits.max_progress_tokens)
         #: Its two directions (the same objects, read on hot paths).
         self._expected = self._progress.expected
         self._reporting = self._progress.reporting
@@ -196,8 +204,10 @@ class SessionCore:
         self._life = Lifecycle(self._role, phase)
         self._model: Model | None = None
         self._negotiated: str | None = None
-        #: Received 2025-03-26 batches some of whose answers are still owed.
-        self._open_batches: list[Batch] = []
+        #: Received 2025-03-26 batches some of whose answers are still owed, oldest
+        #: first, and those of them owed error responses with id null.
+        self._open_batches: dict[Batch, None] = {}
+        self._null_batches: dict[Batch, None] = {}
         #: The batch being received, while its members are dispatched.
         self._batch: Batch | None = None
         self._counter = 0
@@ -214,7 +224,11 @@ class SessionCore:
         codec = facts.codec
         self._module = facts.module
         self._codec = codec
-        self._decode = codec.decode
+        self._decode = (
+            functools.partial(codec.decode, max_batch_members=self._limits.max_batch_members)
+            if codec.batches
+            else codec.decode
+        )
         self._stateless = is_stateless(revision)
         self._input_methods = facts.input_methods
         self._result_classes: dict[tuple[str, bool], tuple[type, ...]] = {}
@@ -276,6 +290,11 @@ class SessionCore:
         return self._accepted
 
     @property
+    def limits(self) -> Limits:
+        """The limits this session keeps (see :class:`~mcpspec.runtime.limits.Limits`)."""
+        return self._limits
+
+    @property
     def capabilities(self) -> dict[str, Any]:
         """This side's declared capabilities (JSON object)."""
         return self._own_caps
@@ -331,7 +350,10 @@ class SessionCore:
         data: Any = None,
     ) -> ProtocolViolation:
         """A violation event; with ``answer``, also the error response, which this side
-        now owes (``send(event.response)``)."""
+        now owes (``send(event.response)``). ``reason`` and ``path`` are cut to a few
+        hundred characters: they may hold what the peer sent."""
+        reason = clip(reason)
+        path = clip(path)
         summary = RULES[rule]
         if code is None:
             code = summary.code
@@ -353,22 +375,79 @@ class SessionCore:
     ) -> ErrorResponse | None:
         """Record that this side owes an error response to a refused request (or to an
         unreadable message, id null); the response, or ``None`` when the id is already
-        outstanding (an answer would read as the first request's)."""
+        outstanding (an answer would read as the first request's).
+
+        Beyond ``max_requests_in_flight`` owed answers nothing is recorded: the response
+        is an :class:`UnrecordedErrorResponse` (``send`` writes it all the same), or, in
+        a batch, goes straight into the batch's answer.
+        """
         batch = self._batch
+        if request_id is not None and request_id in self._incoming:
+            return None
+        if self._owed() >= self._max_in_flight:
+            if batch is not None:
+                batch.responses.append(ErrorResponse(id=request_id, error=error))
+                return None
+            return UnrecordedErrorResponse(id=request_id, error=error)
         if request_id is None:
             if batch is not None:
                 batch.null_owed += 1
             else:
                 self._pending.null_owed += 1
             return ErrorResponse(id=None, error=error)
-        if request_id in self._incoming:
-            return None
         self._incoming[request_id] = IncomingRequest(
             request_id, method or "", batch=batch, rejected=True
         )
         if batch is not None:
             batch.waiting.add(request_id)
         return ErrorResponse(id=request_id, error=error)
+
+    def _owed(self) -> int:
+        """How many answers this side owes the peer, counting each open batch once."""
+        return len(self._incoming) + self._pending.null_owed + len(self._open_batches)
+
+    def _over_limit(self, message: Any) -> ProtocolViolation:
+        """The violation of a request beyond ``max_requests_in_flight``: answered at
+        once, nothing of it kept."""
+        return self._refuse(
+            message,
+            Rule.LIMIT_EXCEEDED,
+            f"{self._max_in_flight} requests are unanswered: over the limit "
+            f"max_requests_in_flight={self._max_in_flight}",
+            "$",
+        )
+
+    def _oversized(self, size: int) -> ProtocolViolation:
+        """The violation of a message over ``max_message_bytes``, refused unread."""
+        return self._violation(
+            Rule.LIMIT_EXCEEDED,
+            f"a message of {size} bytes is over the limit max_message_bytes={self._max_bytes}",
+            answer=True,
+        )
+
+    def _internal_failure(
+        self, exc: Exception, request_id: RequestId | None, method: str | None, answer: bool
+    ) -> ProtocolViolation:
+        """The last line of defence: the session failed on a message (a bug, never the
+        peer's fault). Reported as -32603; with ``answer`` (a request, or an unreadable
+        message), answered with it."""
+        reason = f"the session failed on this message: {type(exc).__name__}: {exc}"
+        try:
+            return self._violation(
+                Rule.INTERNAL_ERROR,
+                reason,
+                request_id=request_id,
+                method=method,
+                answer=answer,
+            )
+        except Exception:  # the pending table itself failed: report, answer nothing
+            return ProtocolViolation(
+                rule=Rule.INTERNAL_ERROR,
+                error=error_object(ErrorCode.INTERNAL_ERROR),
+                request_id=request_id,
+                method=method,
+                reason=clip(reason),
+            )
 
     def _refuse(
         self, message: Any, rule: Rule, reason: str, path: str, data: Any = None
@@ -387,18 +466,20 @@ class SessionCore:
     def _invalid(
         self, exc: InvalidMessage, data: bytes, index: int | None = None
     ) -> ProtocolViolation:
-        """The violation for what the codec refused."""
-        rule = _CODE_RULES.get(exc.code, Rule.INVALID_REQUEST)
-        if (
-            rule is Rule.INVALID_REQUEST
-            and index is None
-            and exc.path == "$"
-            and data.lstrip()[:1] == b"["
-        ):
-            rule = Rule.BATCH_NOT_ALLOWED  # a top-level array the revision refuses
-        answer, request_id = _answerable(data, index)
-        if request_id is None and exc.id is not None and answer:
-            request_id = exc.id
+        """The violation for what the codec refused (``index``: of a batch member)."""
+        if exc.limit is not None:
+            rule = Rule.LIMIT_EXCEEDED
+        else:
+            rule = _CODE_RULES.get(exc.code, Rule.INVALID_REQUEST)
+            if (
+                rule is Rule.INVALID_REQUEST
+                and index is None
+                and exc.path == "$"
+                and bytes(data[:256]).lstrip()[:1] == b"["
+            ):
+                rule = Rule.BATCH_NOT_ALLOWED  # a top-level array the revision refuses
+        answer = exc.answerable
+        request_id = exc.id if answer else None
         if request_id is not None and request_id in self._incoming:
             answer = False
         return self._violation(
@@ -419,7 +500,7 @@ class SessionCore:
         peer = "server" if self._role is Role.CLIENT else "client"
         return self._violation(
             Rule.METHOD_NOT_FOUND,
-            f"{method!r} is not a {peer} {kind} in revision {self._codec.revision}",
+            f"{show(method)} is not a {peer} {kind} in revision {self._codec.revision}",
             path="$.method",
             request_id=request_id,
             method=method,
@@ -436,7 +517,7 @@ class SessionCore:
             reason = f"{method} comes once"
         else:
             rule = Rule.NOT_INITIALIZED
-            reason = f"{method!r} is not allowed in phase {phase.value}"
+            reason = f"{show(method)} is not allowed in phase {phase.value}"
         return self._violation(
             rule,
             reason,
@@ -450,7 +531,7 @@ class SessionCore:
         """The violation of a request whose id is outstanding (never answered)."""
         return self._violation(
             Rule.DUPLICATE_REQUEST_ID,
-            f"request id {message.id!r} is already outstanding",
+            f"request id {show(message.id)} is already outstanding",
             path="$.id",
             request_id=message.id,
             method=message.method,
@@ -510,8 +591,8 @@ class SessionCore:
     def _flush_batch(self, batch: Batch) -> bytes:
         if not batch.complete:
             return b""
-        if batch in self._open_batches:
-            self._open_batches.remove(batch)
+        self._open_batches.pop(batch, None)
+        self._null_batches.pop(batch, None)
         if not batch.responses:
             return b""
         return self._codec.encode(batch.responses)

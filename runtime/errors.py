@@ -1,11 +1,51 @@
-"""The one exception wire input raises, and the JSON-RPC error codes it maps to."""
+"""The one exception wire input raises, the JSON-RPC error codes it maps to, and how
+text taken from the wire is bounded before it goes into an error."""
 
 from __future__ import annotations
 
+import reprlib
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["ERROR_MESSAGES", "ErrorCode", "InvalidMessage"]
+__all__ = ["ERROR_MESSAGES", "MAX_ECHO", "ErrorCode", "InvalidMessage", "clip", "show"]
+
+#: The most characters of a reason or path an error carries: text a peer sent is echoed
+#: back in error responses, and an error response must not grow with its input.
+MAX_ECHO: Final = 512
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to about ``limit`` characters, the cut marked with how much went."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} characters cut)"
+
+
+class _Show(reprlib.Repr):
+    """``repr`` that stays small whatever it is given (long strings, huge or deeply
+    nested containers, integers of thousands of digits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 120
+        self.maxother = 120
+        self.maxlong = 60
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = 8
+
+    def repr_int(self, x: int, level: int) -> str:
+        # int.__repr__ refuses more than 4,300 digits: say how long it is instead.
+        if x.bit_length() > 4000:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHOW: Final = _Show()
+
+
+def show(value: Any) -> str:
+    """A bounded ``repr`` of a value taken from the wire, for error reasons."""
+    return _SHOW.repr(value)
 
 
 class ErrorCode(IntEnum):
@@ -26,7 +66,10 @@ class InvalidMessage(ValueError):
 
     ``code`` is the JSON-RPC error to answer with (-32700, -32600, -32601 or -32602),
     ``path`` the JSON path of the offending value (``$.params.name``), ``reason`` what
-    is wrong there. ``id`` and ``method`` are the request's, when they could be read.
+    is wrong there (both cut to :data:`MAX_ECHO` characters). ``id`` and ``method`` are
+    the request's, when they could be read. ``answerable`` is false for a notification
+    or a response, which are never answered. ``limit`` names the limit the input went
+    over (``"max_batch_members"``), if that is what is wrong.
     """
 
     def __init__(
@@ -37,13 +80,19 @@ class InvalidMessage(ValueError):
         *,
         id: int | str | None = None,
         method: str | None = None,
+        answerable: bool = True,
+        limit: str | None = None,
     ) -> None:
+        path = clip(path)
+        reason = clip(reason)
         super().__init__(f"{reason} (at {path}; JSON-RPC error {int(code)})")
         self.code = code
         self.path = path
         self.reason = reason
         self.id = id
         self.method = method
+        self.answerable = answerable
+        self.limit = limit
 
     @property
     def data(self) -> dict[str, Any]:

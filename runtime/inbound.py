@@ -25,9 +25,9 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from .capabilities import MODE_DEPENDENT, Path
-from .core import SessionCore
+from .core import SessionCore, what_it_is
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
-from .errors import InvalidMessage
+from .errors import InvalidMessage, show
 from .events import (
     ErrorReceived,
     Event,
@@ -155,20 +155,34 @@ class Inbound(SessionCore):
     # -- receiving ---------------------------------------------------------------------------------
 
     def receive(self, data: bytes) -> list[Event]:
-        """The events of one framed wire message (never raises on wire input)."""
-        if self._life.gated:
-            return self._receive_gated(data)
+        """The events of one framed wire message.
+
+        Never raises, whatever the bytes: input that breaks a rule or a limit is a
+        :class:`ProtocolViolation`, and should the session itself fail on a message, that
+        is a violation too (rule ``internal-error``, -32603; a request is answered with
+        it). A message is taken in whole or not at all: the checks come first, the
+        pending table and progress tokens change only once a message passed them.
+        """
         try:
-            if len(self._outgoing) == 1 and len(data) >= _ONE_PASS_SIZE:
-                message = self._awaited(data)
-            else:
-                message = self._decode(data)
-        except InvalidMessage as exc:
-            return [self._invalid(exc, data)]
-        handler = self._handlers.get(message.__class__)
-        if handler is not None:
-            return handler(message)
-        return self._unhandled(message, data, False)
+            size = len(data)
+            if size > self._max_bytes:
+                return [self._oversized(size)]
+            if self._life.gated:
+                return self._receive_gated(data)
+            try:
+                if len(self._outgoing) == 1 and size >= _ONE_PASS_SIZE:
+                    message = self._awaited(data)
+                else:
+                    message = self._decode(data)
+            except InvalidMessage as exc:
+                return [self._invalid(exc, data)]
+            handler = self._handlers.get(message.__class__)
+            if handler is not None:
+                return handler(message)
+            return self._unhandled(message, data, False)
+        except Exception as exc:
+            answer, request_id, method = what_it_is(data)
+            return [self._internal_failure(exc, request_id, method, answer)]
 
     def _awaited(self, data: bytes) -> Any:
         """``codec.decode`` while one request is outstanding: its response, the likeliest
@@ -236,25 +250,42 @@ class Inbound(SessionCore):
         events: list[Event] = []
         try:
             for index, item in enumerate(items):
-                if isinstance(item, InvalidMessage):
-                    events.append(self._invalid(item, data, index))
-                elif getattr(item, "method", None) == "initialize":
-                    events.append(
-                        self._violation(
-                            Rule.INITIALIZE_IN_BATCH,
-                            "initialize is never part of a batch",
-                            request_id=item.id,
-                            method="initialize",
-                            answer=True,
-                        )
-                    )
-                else:
-                    events.extend(self._deliver(item, data, gated))
+                # Each member is taken in on its own: a member the session fails on
+                # becomes its own violation, and the members before it keep theirs.
+                try:
+                    events.extend(self._batch_member(item, data, index, gated))
+                except Exception as exc:
+                    request_id = getattr(item, "id", None)
+                    method = getattr(item, "method", None)
+                    answer = request_id is not None and method is not None
+                    events.append(self._internal_failure(exc, request_id, method, answer))
         finally:
             self._batch = None
         if not batch.complete:
-            self._open_batches.append(batch)
+            self._open_batches[batch] = None
+            if batch.null_owed:
+                self._null_batches[batch] = None
+        elif batch.responses:  # answers made at once (beyond max_requests_in_flight)
+            events.append(
+                Outgoing(data=self._codec.encode(batch.responses), message=list(batch.responses))
+            )
         return events
+
+    def _batch_member(self, item: Any, data: bytes, index: int, gated: bool) -> list[Event]:
+        """The events of batch member ``index``: decoded, or what the codec refused."""
+        if isinstance(item, InvalidMessage):
+            return [self._invalid(item, data, index)]
+        if getattr(item, "method", None) == "initialize":
+            return [
+                self._violation(
+                    Rule.INITIALIZE_IN_BATCH,
+                    "initialize is never part of a batch",
+                    request_id=item.id,
+                    method="initialize",
+                    answer=True,
+                )
+            ]
+        return self._deliver(item, data, gated)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -275,10 +306,14 @@ class Inbound(SessionCore):
         on_request = self._on_request
         take_in = self._take_in
 
+        max_in_flight = self._max_in_flight
+
         def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
             request_id = message.id
             if request_id in incoming:
                 return [self._duplicate(message)]
+            if len(incoming) >= max_in_flight:
+                return [self._over_limit(message)]
             params = message.params
             if may_task and params.task is not UNSET:
                 return on_request(message, checked)
@@ -301,6 +336,8 @@ class Inbound(SessionCore):
         request_id = message.id
         if request_id in self._incoming:
             return [self._duplicate(message)]
+        if len(self._incoming) >= self._max_in_flight:
+            return [self._over_limit(message)]
         params = message.params
         cls = message.__class__
         task = False
@@ -367,18 +404,26 @@ class Inbound(SessionCore):
 
     def _token_problem(self, message: Any, token: Any) -> ProtocolViolation:
         """The violation of a request whose progress token is not a string or an
-        integer, or is in use by another active request."""
+        integer, or is in use by another active request, or one too many."""
         if token.__class__ is not str and token.__class__ is not int:
             return self._refuse(
                 message,
                 Rule.INVALID_PARAMS,
-                f"not a string or an integer: {token!r}",
+                f"not a string or an integer: {show(token)}",
+                "$.params._meta.progressToken",
+            )
+        if token not in self._reporting.active:
+            return self._refuse(
+                message,
+                Rule.LIMIT_EXCEEDED,
+                f"{self._reporting.capacity} progress tokens are active: over the limit "
+                f"max_progress_tokens={self._reporting.capacity}",
                 "$.params._meta.progressToken",
             )
         return self._refuse(
             message,
             Rule.PROGRESS_TOKEN_IN_USE,
-            f"progress token {token!r} is in use by another active request",
+            f"progress token {show(token)} is in use by another active request",
             "$.params._meta.progressToken",
         )
 
@@ -390,7 +435,7 @@ class Inbound(SessionCore):
         if meta is None or meta.__class__ is dict:
             return None if meta is None else meta.get("progressToken")
         return self._refuse(
-            message, Rule.INVALID_PARAMS, f"not an object: {meta!r}", "$.params._meta"
+            message, Rule.INVALID_PARAMS, f"not an object: {show(meta)}", "$.params._meta"
         )
 
     # -- notifications -----------------------------------------------------------------------------
@@ -466,12 +511,12 @@ class Inbound(SessionCore):
             return []  # crossed this side's cancellation of the request
         assert isinstance(verdict, Rule)
         if verdict is Rule.PROGRESS_NOT_INCREASING:
-            reason, path = f"progress {progress!r} does not increase", "$.params.progress"
+            reason, path = f"progress {show(progress)} does not increase", "$.params.progress"
         elif verdict is Rule.PROGRESS_AFTER_COMPLETION:
-            reason = f"progress for token {token!r} after its request completed"
+            reason = f"progress for token {show(token)} after its request completed"
             path = "$.params.progressToken"
         else:
-            reason = f"no active request has progress token {token!r}"
+            reason = f"no active request has progress token {show(token)}"
             path = "$.params.progressToken"
         return [
             self._violation(
@@ -532,7 +577,7 @@ class Inbound(SessionCore):
         return [
             self._violation(
                 Rule.UNKNOWN_RESPONSE_ID,
-                f"no outstanding request has id {request_id!r}",
+                f"no outstanding request has id {show(request_id)}",
                 path="$.id",
                 request_id=request_id,
             )

@@ -12,6 +12,7 @@ from .rules import Rule
 
 __all__ = [
     "CapabilityError",
+    "LimitError",
     "LocalProtocolError",
     "NegotiationError",
     "ProgressError",
@@ -53,6 +54,11 @@ class CapabilityError(LocalProtocolError):
 class ProgressError(LocalProtocolError):
     """A progress token already in use, unknown, or a progress value that does not
     increase."""
+
+
+class LimitError(LocalProtocolError):
+    """Sending the message would make the session hold more than its ``Limits`` allow
+    (progress tokens kept for requests the peer has not finished)."""
 
 
 class NegotiationError(LocalProtocolError):

@@ -23,13 +23,14 @@ from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
 from .misuse import (
     CapabilityError,
+    LimitError,
     ProgressError,
     RequestIdError,
     RevisionError,
     SessionClosed,
     StateError,
 )
-from .pending import IncomingRequest, OutgoingRequest
+from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import IGNORE, TERMINAL_TASK_STATUSES
 from .rules import RULES, Rule
 from .state import Phase
@@ -207,10 +208,18 @@ class Outbound(SessionCore):
                 raise ProgressError(
                     Rule.INVALID_PARAMS, f"a progress token is a string or an integer: {token!r}"
                 )
-            if token in self._expected.active:
+            expected = self._expected
+            if token in expected.active:
                 raise ProgressError(
                     Rule.PROGRESS_TOKEN_IN_USE,
                     f"progress token {token!r} is in use by another active request",
+                )
+            if len(expected.active) >= expected.capacity:
+                raise LimitError(
+                    Rule.LIMIT_EXCEEDED,
+                    f"{expected.capacity} progress tokens are active (requests not finished, "
+                    f"or tasks not terminal): over the limit "
+                    f"max_progress_tokens={expected.capacity}",
                 )
         data = self._codec.encode(message)
         task = getattr(params, "task", UNSET) is not UNSET and method in self._codec.task_results
@@ -337,13 +346,18 @@ class Outbound(SessionCore):
         return response
 
     def _send_error(self, response: ErrorResponse) -> bytes:
+        if response.__class__ is UnrecordedErrorResponse:
+            return self._codec.encode(response)  # the session kept no record to settle
         request_id = response.id
         if request_id is None or request_id is UNSET:
-            for batch in self._open_batches:
-                if batch.null_owed:
-                    batch.null_owed -= 1
-                    batch.responses.append(response)
-                    return self._flush_batch(batch)
+            # The oldest open batch owed an answer with id null takes it.
+            batch = next(iter(self._null_batches), None)
+            if batch is not None:
+                batch.null_owed -= 1
+                if not batch.null_owed:
+                    del self._null_batches[batch]
+                batch.responses.append(response)
+                return self._flush_batch(batch)
             if not self._pending.null_owed:
                 raise RequestIdError(
                     Rule.UNKNOWN_RESPONSE_ID,

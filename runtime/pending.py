@@ -15,9 +15,16 @@ from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 
-from .envelope import RequestId
+from .envelope import ErrorResponse, RequestId
 
-__all__ = ["Batch", "IncomingRequest", "Memory", "OutgoingRequest", "PendingTable"]
+__all__ = [
+    "Batch",
+    "IncomingRequest",
+    "Memory",
+    "OutgoingRequest",
+    "PendingTable",
+    "UnrecordedErrorResponse",
+]
 
 K = TypeVar("K")
 
@@ -67,6 +74,12 @@ class OutgoingRequest(msgspec.Struct, gc=False):
     capabilities: dict[str, Any] | None = None
     #: True when the response needs nothing but typing (no token, task, hook).
     plain: bool = True
+
+
+class UnrecordedErrorResponse(ErrorResponse, kw_only=True):
+    """An error response a session owes without keeping a record of the request: the
+    answer to a request refused beyond ``Limits.max_requests_in_flight``. ``send`` writes
+    it like any other; the wire form is that of :class:`ErrorResponse`."""
 
 
 class Batch:

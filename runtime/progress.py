@@ -39,9 +39,21 @@ class Tokens:
     builds no object.
     """
 
-    __slots__ = ("_cancelled", "_done", "active", "cancelled", "done", "last", "task_of", "tasks")
+    __slots__ = (
+        "_cancelled",
+        "_done",
+        "active",
+        "cancelled",
+        "capacity",
+        "done",
+        "last",
+        "task_of",
+        "tasks",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int) -> None:
+        #: The most active tokens (``Limits.max_progress_tokens``).
+        self.capacity = capacity
         #: The request of each token in flight (or of a task still running), by token.
         self.active: dict[ProgressToken, RequestId] = {}
         #: The last progress value of the active tokens that had progress, by token.
@@ -57,9 +69,10 @@ class Tokens:
         self.task_of: dict[ProgressToken, str] = {}
 
     def begin(self, token: ProgressToken, request_id: RequestId) -> bool:
-        """Register the token of a request; False if an active request has it."""
+        """Register the token of a request; False if an active request has it, or if
+        :attr:`capacity` tokens are active."""
         active = self.active
-        if token in active:
+        if token in active or len(active) >= self.capacity:
             return False
         active[token] = request_id
         # A token used again is no longer done or cancelled (both stay empty until a
@@ -120,11 +133,11 @@ class ProgressTracker:
 
     __slots__ = ("expected", "reporting")
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int) -> None:
         #: Tokens of requests this side sent: the peer reports progress on them.
-        self.expected = Tokens()
+        self.expected = Tokens(capacity)
         #: Tokens of requests this side received: this side reports progress on them.
-        self.reporting = Tokens()
+        self.reporting = Tokens(capacity)
 
     def task_finished(self, task_id: str) -> None:
         """A task reached a terminal status: its token, in either direction, is done."""

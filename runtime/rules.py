@@ -58,6 +58,7 @@ class Rule(str, Enum):
     SUBSCRIPTION_NOT_ACKNOWLEDGED = "subscription-not-acknowledged"
     SUBSCRIPTION_FILTER = "subscription-filter"
     # the session itself
+    LIMIT_EXCEEDED = "limit-exceeded"
     SESSION_CLOSED = "session-closed"
     WRONG_REVISION = "wrong-revision"
 
@@ -152,6 +153,11 @@ RULES: Final[dict[Rule, RuleInfo]] = {
     ),
     Rule.SUBSCRIPTION_FILTER: RuleInfo(
         _R, "a subscription carries only the notification types the client asked for"
+    ),
+    Rule.LIMIT_EXCEEDED: RuleInfo(
+        _R,
+        "input stays within the session's limits: message size, batch members, requests in "
+        "flight, progress tokens (see Limits)",
     ),
     Rule.SESSION_CLOSED: RuleInfo(_R, "nothing is exchanged after the session closed"),
     Rule.WRONG_REVISION: RuleInfo(

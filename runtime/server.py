@@ -20,11 +20,13 @@ from msgspec import UNSET
 from mcpspec import module_name
 
 from .capabilities import as_json
+from .codec import DECODE_FAILURES
 from .core import error_object
 from .envelope import ErrorResponse, RequestId, ResultResponse
-from .errors import ErrorCode, InvalidMessage
+from .errors import ErrorCode, InvalidMessage, clip
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
 from .inbound import Handler, Inbound, RequestHandler
+from .limits import Limits
 from .misuse import (
     CapabilityError,
     LocalProtocolError,
@@ -66,7 +68,9 @@ class ServerSession(Inbound, Outbound):
     server's identity (an ``Implementation`` of any revision, or a mapping with ``name``
     and ``version``); ``capabilities`` its capabilities (a ``ServerCapabilities`` or a
     mapping); ``instructions`` go into the initialize and discover results built by
-    :meth:`initialize_result` and :meth:`discover_result`.
+    :meth:`initialize_result` and :meth:`discover_result`; ``limits`` bound what the
+    client can make the session hold (:class:`~mcpspec.runtime.limits.Limits`; the
+    defaults when ``None``).
 
     The first valid request decides the model: ``initialize`` starts the handshake
     (the answer is the requested version when accepted, else the newest accepted
@@ -83,6 +87,7 @@ class ServerSession(Inbound, Outbound):
         info: Any = None,
         capabilities: Any = None,
         instructions: str | None = None,
+        limits: Limits | None = None,
     ) -> None:
         accepted = accepted_revisions(revisions)
         handshake = tuple(r for r in accepted if not is_stateless(r))
@@ -101,9 +106,9 @@ class ServerSession(Inbound, Outbound):
         self._answer_version: str | None = None
         self._client_capabilities_typed: Any = None
         if handshake:
-            super().__init__(accepted, info, capabilities, Phase.IDLE, handshake[-1])
+            super().__init__(accepted, info, capabilities, Phase.IDLE, handshake[-1], limits)
         else:
-            super().__init__(accepted, info, capabilities, Phase.READY, stateless[-1])
+            super().__init__(accepted, info, capabilities, Phase.READY, stateless[-1], limits)
             self._ready("stateless")
 
     # -- the dispatch table ---------------------------------------------------------------------
@@ -138,7 +143,7 @@ class ServerSession(Inbound, Outbound):
         target = self._handshake_accepted[-1]
         try:
             probe = PROBE_DECODER.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except DECODE_FAILURES:
             return target
         version = probe.meta_version
         if probe.method == "initialize":
@@ -239,9 +244,10 @@ class ServerSession(Inbound, Outbound):
         """The violation of a request whose ``_meta`` breaks ``problem.rule``."""
         data = None
         if problem.rule is Rule.UNSUPPORTED_PROTOCOL_VERSION:
+            requested = meta.get(META_PROTOCOL_VERSION)  # a string: checked already
             data = {
                 "supported": list(reversed(self._accepted)),
-                "requested": meta.get(META_PROTOCOL_VERSION),
+                "requested": clip(requested) if isinstance(requested, str) else None,
             }
         return self._refuse(message, problem.rule, problem.reason, problem.path, data)
 

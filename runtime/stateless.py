@@ -22,6 +22,7 @@ from msgspec import UNSET
 
 from .capabilities import CLIENT_PROVIDED, as_json, has_capability, required_capability
 from .envelope import RequestId
+from .errors import show
 from .negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -165,7 +166,7 @@ class MetaReader:
             return Problem(
                 Rule.UNSUPPORTED_PROTOCOL_VERSION,
                 _at(META_PROTOCOL_VERSION),
-                f"unsupported protocol version {version!r}",
+                f"unsupported protocol version {show(version)}",
             )
         if caps_json is None:
             return Problem(
@@ -187,11 +188,12 @@ class MetaReader:
                 info = typed_info.convert(info_json)
         except msgspec.ValidationError as exc:
             return Problem(Rule.INVALID_REQUEST_META, _at(key), str(exc))
-        if level is not None and level not in LEVELS:
+        # A level of any JSON type may arrive: only a string is looked up.
+        if level is not None and (level.__class__ is not str or level not in LEVELS):
             return Problem(
                 Rule.INVALID_REQUEST_META,
                 _at(META_LOG_LEVEL),
-                f"not a logging level: {level!r} (one of {', '.join(LEVELS)})",
+                f"not a logging level: {show(level)} (one of {', '.join(LEVELS)})",
             )
         return RequestMeta(version, caps, info, level, None if level is None else LEVELS[level])
 
@@ -252,7 +254,7 @@ class Subscriptions:
                 return Problem(
                     Rule.SUBSCRIPTION_UNKNOWN,
                     "$.params",
-                    f"no open subscriptions/listen {subscription_id!r}",
+                    f"no open subscriptions/listen {show(subscription_id)}",
                 )
             if sub.agreed is not None:
                 return Problem(
@@ -271,7 +273,7 @@ class Subscriptions:
                 Rule.SUBSCRIPTION_UNKNOWN,
                 "$.params._meta",
                 f"{method} names no open subscriptions/listen request "
-                f"(io.modelcontextprotocol/subscriptionId {subscription_id!r})",
+                f"(io.modelcontextprotocol/subscriptionId {show(subscription_id)})",
             )
         if sub.agreed is None:
             return Problem(

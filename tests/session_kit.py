@@ -10,6 +10,7 @@ import mcpspec
 from mcpspec.runtime import (
     ClientSession,
     Event,
+    Limits,
     Outgoing,
     ResultResponse,
     ServerSession,
@@ -55,10 +56,14 @@ def connect(
     server_caps: Any = SERVER_CAPS,
     client_caps: Any = CLIENT_CAPS,
     server_revisions: Any = None,
+    server_limits: Limits | None = None,
+    client_limits: Limits | None = None,
 ) -> tuple[ClientSession, ServerSession]:
     """A client pinned to ``revision`` and a server, negotiated and ready."""
-    server = ServerSession(server_revisions, capabilities=server_caps, instructions="hi")
-    client = ClientSession(mode=revision, capabilities=client_caps)
+    server = ServerSession(
+        server_revisions, capabilities=server_caps, instructions="hi", limits=server_limits
+    )
+    client = ClientSession(mode=revision, capabilities=client_caps, limits=client_limits)
     events = server.receive(client.start())
     request = events[-1]
     if revision in STATELESS:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mcpspec
 from mcpspec.runtime import (
@@ -34,7 +37,7 @@ from mcpspec.runtime.negotiation import (
     newest_mutual,
 )
 
-from .session_kit import HANDSHAKE, only, tools_call, wire
+from .session_kit import HANDSHAKE, connect, only, tools_call, wire
 
 ALL = mcpspec.REVISIONS
 
@@ -368,12 +371,136 @@ def test_auto_client_without_handshake_revisions_cannot_fall_back() -> None:
     assert failed.rule is Rule.METHOD_NOT_FOUND and client.phase is Phase.CLOSED
 
 
-def test_auto_client_gives_up_on_other_probe_errors() -> None:
+def _error(code: int, message: str, request_id: Any = 1) -> bytes:
+    """An error response; ``request_id`` ``...`` leaves the id out."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "error": {"code": code, "message": message}}
+    if request_id is not ...:
+        body["id"] = request_id
+    return wire(body)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _error(-32000, "Server not initialized", None),  # the reference TypeScript server
+        _error(-32600, "Missing session ID"),
+        _error(-32600, "Invalid request", ...),
+        _error(-32603, "boom"),
+        _error(-32700, "Parse error", None),
+        _error(-32602, "Invalid params"),
+    ],
+)
+def test_auto_client_falls_back_on_any_error_an_older_server_answers(answer: bytes) -> None:
     client = ClientSession()
     client.start()
-    crash = wire({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "boom"}})
-    failed = only(client.receive(crash), NegotiationFailed)
-    assert failed.error.code == -32603 and client.phase is Phase.CLOSED
+    events = client.receive(answer)
+    refused = only(events, ErrorReceived)
+    assert (refused.request_id, refused.method) == (1, "server/discover")
+    initialize = json.loads(only(events, Outgoing).data)
+    assert initialize["method"] == "initialize"
+    assert initialize["params"]["protocolVersion"] == "2025-11-25"
+    assert client.phase is Phase.INITIALIZING and client.outstanding == frozenset({2})
+    server = ServerSession()
+    request = only(server.receive(only(events, Outgoing).data), RequestReceived)
+    ready = only(
+        client.receive(server.answer(request.request_id, server.initialize_result())), SessionReady
+    )
+    assert ready.model == "handshake" and client.revision == "2025-11-25"
+
+
+def test_auto_client_falls_back_after_a_retried_probe_is_refused_without_id() -> None:
+    client = ClientSession()
+    client.start()
+    retry = only(client.receive(_unsupported(1, ["2026-07-28"])), Outgoing)
+    assert json.loads(retry.data)["method"] == "server/discover"
+    events = client.receive(_error(-32000, "Server not initialized", None))
+    assert only(events, ErrorReceived).request_id == json.loads(retry.data)["id"]
+    assert json.loads(only(events, Outgoing).data)["method"] == "initialize"
+    assert client.phase is Phase.INITIALIZING
+
+
+@pytest.mark.parametrize(
+    "answer", [_error(-32000, "Server not initialized", None), _error(-32603, "boom")]
+)
+def test_auto_client_without_handshake_revisions_fails_on_a_legacy_refusal(answer: bytes) -> None:
+    client = ClientSession(["2026-07-28"])
+    client.start()
+    failed = only(client.receive(answer), NegotiationFailed)
+    assert failed.rule is Rule.METHOD_NOT_FOUND and failed.error.code in (-32000, -32603)
+    assert client.phase is Phase.CLOSED and client.outstanding == frozenset()
+
+
+@pytest.mark.parametrize(("code", "message"), [(-32020, "Header mismatch"), (-32021, "Missing")])
+def test_auto_client_fails_when_a_modern_server_refuses_the_probe(code: int, message: str) -> None:
+    client = ClientSession()
+    client.start()
+    events = client.receive(_error(code, message))
+    failed = only(events, NegotiationFailed)
+    assert failed.error.code == code and failed.offered == "2026-07-28"
+    assert not any(isinstance(e, Outgoing) for e in events)
+    assert client.phase is Phase.CLOSED
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {},
+        {"supportedVersions": "2026-07-28", "capabilities": {}},
+        {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": []},
+    ],
+)
+def test_auto_client_fails_on_an_invalid_discover_result(result: dict[str, Any]) -> None:
+    client = ClientSession()
+    client.start()
+    events = client.receive(wire({"jsonrpc": "2.0", "id": 1, "result": result}))
+    violation = only(events, ProtocolViolation)
+    failed = only(events, NegotiationFailed)
+    assert violation.rule is Rule.INVALID_RESULT and failed.rule is Rule.INVALID_RESULT
+    assert failed.error == violation.error and violation.reason in failed.reason
+    assert client.phase is Phase.CLOSED
+
+
+def test_a_stray_answer_while_probing_leaves_the_probe_waiting() -> None:
+    client = ClientSession()
+    client.start()
+    stray = only(client.receive(wire({"jsonrpc": "2.0", "id": 7, "result": {}})), ProtocolViolation)
+    assert stray.rule is Rule.UNKNOWN_RESPONSE_ID
+    assert client.phase is Phase.PROBING and client.outstanding == frozenset({1})
+
+
+def test_an_error_without_id_after_negotiation_names_no_request() -> None:
+    client, _ = connect("2025-11-25")
+    client.send(tools_call(client, 5))
+    refused = only(client.receive(_error(-32700, "Parse error", None)), ErrorReceived)
+    assert refused.request_id is None and refused.method is None
+    assert client.outstanding == frozenset({5}) and client.phase is Phase.READY
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    code=st.integers(min_value=-33000, max_value=1000),
+    request_id=st.sampled_from([1, None, ...]),
+    handshake=st.booleans(),
+)
+def test_every_probe_error_moves_negotiation_on(
+    code: int, request_id: Any, handshake: bool
+) -> None:
+    client = ClientSession(None if handshake else ["2026-07-28"])
+    client.start()
+    data = {"supported": ["2026-07-28"]} if code == -32022 else None
+    body: dict[str, Any] = {"jsonrpc": "2.0", "error": {"code": code, "message": "no"}}
+    if data is not None:
+        body["error"]["data"] = data
+    if request_id is not ...:
+        body["id"] = request_id
+    events = client.receive(wire(body))
+    assert only(events, ErrorReceived).method == "server/discover"
+    if any(isinstance(e, NegotiationFailed) for e in events):
+        assert client.phase is Phase.CLOSED and client.outstanding == frozenset()
+    else:
+        sent = json.loads(only(events, Outgoing).data)
+        assert client.outstanding == frozenset({sent["id"]})
+        assert client.phase in (Phase.PROBING, Phase.INITIALIZING)
 
 
 def test_invalid_initialize_result_fails_negotiation() -> None:
@@ -425,3 +552,45 @@ def test_close_ends_the_session() -> None:
         client.receive(wire({"jsonrpc": "2.0", "id": 1, "result": {}})), ProtocolViolation
     )
     assert closed.rule is Rule.SESSION_CLOSED and closed.response is None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _error(-32601, "Method not found"),
+        _error(-32000, "Server not initialized", None),
+        _error(-32022, "Unsupported protocol version"),
+    ],
+)
+def test_a_client_pinned_to_2026_fails_when_its_opening_discover_is_refused(
+    answer: bytes,
+) -> None:
+    client = ClientSession(mode="2026-07-28")
+    client.start()
+    events = client.receive(answer)
+    assert only(events, ErrorReceived).method == "server/discover"
+    failed = only(events, NegotiationFailed)
+    assert failed.error.code == json.loads(answer)["error"]["code"]
+    assert client.phase is Phase.CLOSED and client.outstanding == frozenset()
+
+
+def test_a_client_pinned_to_2026_fails_on_an_invalid_opening_discover_result() -> None:
+    client = ClientSession(mode="2026-07-28")
+    client.start()
+    events = client.receive(wire({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": 1}}))
+    assert only(events, NegotiationFailed).rule is Rule.INVALID_RESULT
+    assert client.phase is Phase.CLOSED
+
+
+def test_a_pinned_client_keeps_its_session_when_a_later_discover_fails() -> None:
+    client, _ = connect("2026-07-28")
+    discover = client.types.DiscoverRequest(id=9, params=client.types.RequestParams())
+    client.send(discover)
+    events = client.receive(_error(-32603, "busy", 9))
+    assert only(events, ErrorReceived).request_id == 9
+    assert not any(isinstance(e, NegotiationFailed) for e in events)
+    assert client.phase is Phase.READY
+    # an error without id names no request once negotiation is over
+    client.send(msgspec.structs.replace(discover, id=10))
+    refused = only(client.receive(_error(-32700, "Parse error", None)), ErrorReceived)
+    assert refused.request_id is None and client.outstanding == frozenset({10})

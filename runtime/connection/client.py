@@ -1,0 +1,927 @@
+"""The client of one MCP connection: :class:`Client`.
+
+A :class:`Client` is one object whatever the transport underneath: ``Client.stdio``
+launches a server command and speaks to it over its stdin and stdout, ``Client.over``
+speaks over any open :class:`~mcpspec.runtime.connection.transport.MessageStream`. It
+negotiates on entry (``mode`` ``"auto"``, ``"legacy"`` or one revision), then sends
+typed requests of the negotiated revision (:attr:`Client.types`) and returns their
+typed results.
+
+Server-to-client requests (sampling, elicitation, roots) are answered by handlers with
+one signature in every revision, ``async handler(params, context) -> result``: up to
+2025-11-25 they arrive as requests on the connection; in 2026-07-28 as the input
+requests of an ``InputRequiredResult``, which :meth:`Client.request` answers and
+retries on its own. A handler may return the result as a value of any revision or as
+a mapping in wire form; it is typed as the negotiated revision's result.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import os
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from types import ModuleType, TracebackType
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import msgspec
+from msgspec import UNSET
+
+from mcpspec.runtime.client import ClientSession
+from mcpspec.runtime.envelope import ErrorObject, RequestId
+from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.events import (
+    NotificationReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    SessionReady,
+)
+from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
+from mcpspec.runtime.misuse import RevisionError
+from mcpspec.runtime.negotiation import META_LOG_LEVEL, ClientMode
+from mcpspec.runtime.rules import Rule
+from mcpspec.runtime.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
+
+from .errors import CancelledByPeer, ConnectionClosed, RequestError, ResponseViolation
+from .peer import Peer, ProgressCallback, ViolationHandler
+from .stdio import DEFAULT_GRACE, StderrMode, launch_server
+from .transport import MessageStream
+
+__all__ = [
+    "Client",
+    "Completions",
+    "InputRoundsExceeded",
+    "LogCallback",
+    "NotificationCallback",
+    "ServerRequestContext",
+    "ServerRequestHandler",
+    "Subscription",
+    "ToolResult",
+    "prompt_ref",
+    "resource_ref",
+]
+
+logger = logging.getLogger("mcpspec.connection")
+
+#: How many ``InputRequiredResult`` rounds one request may take (2026-07-28).
+MAX_INPUT_ROUNDS: Final = 16
+
+#: The server-to-client requests a handler answers, by method: the handler's keyword.
+_HANDLED: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+
+class ServerRequestContext:
+    """What a handler of a server-to-client request knows besides its params."""
+
+    __slots__ = ("client", "input_key", "method", "request_id", "revision", "types")
+
+    def __init__(
+        self,
+        client: Client,
+        session: ClientSession,
+        method: str,
+        request_id: RequestId | None,
+        input_key: str | None,
+    ) -> None:
+        #: The client the request came to.
+        self.client = client
+        #: The negotiated revision.
+        self.revision: str = session.codec.revision
+        #: The negotiated revision's generated module (to build the result with).
+        self.types: ModuleType = session.types
+        #: ``sampling/createMessage``, ``elicitation/create`` or ``roots/list``.
+        self.method = method
+        #: The server's request id (up to 2025-11-25), else ``None``.
+        self.request_id = request_id
+        #: The key of the input request in its ``InputRequiredResult`` (2026-07-28), else
+        #: ``None``.
+        self.input_key = input_key
+
+
+#: Answers one server-to-client request: ``(params, context) -> result``. ``params`` is
+#: the request's typed params in the negotiated revision (``None`` when it has none); the
+#: result is a result value of any revision, or a mapping in wire form.
+ServerRequestHandler = Callable[[Any, ServerRequestContext], Awaitable[Any]]
+#: Gets the params of each ``notifications/message`` (``level``, ``logger``, ``data``).
+LogCallback = Callable[[Any], Awaitable[None] | None]
+#: Gets each other notification of the server (a typed notification).
+NotificationCallback = Callable[[Any], Awaitable[None] | None]
+
+
+class InputRoundsExceeded(Exception):
+    """A 2026-07-28 server kept answering ``InputRequiredResult`` past
+    :data:`MAX_INPUT_ROUNDS` rounds."""
+
+
+class ToolResult:
+    """A ``tools/call`` result, read without ``msgspec.UNSET``: :attr:`is_error` is
+    ``False`` and :attr:`structured` ``None`` when the server left them out. The result
+    as received is :attr:`result`."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        #: The typed ``CallToolResult`` of the negotiated revision, as received.
+        self.result = result
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the tool reported a failure (``isError``)."""
+        return self.result.is_error is True
+
+    @property
+    def content(self) -> list[Any]:
+        """The content blocks."""
+        content: list[Any] = self.result.content
+        return content
+
+    @property
+    def structured(self) -> Any:
+        """The structured content (``structuredContent``), or ``None``."""
+        value = getattr(self.result, "structured_content", UNSET)
+        return None if value is UNSET else value
+
+    @property
+    def text(self) -> str:
+        """The text of the text content blocks, one per line."""
+        return "\n".join(
+            block.text for block in self.result.content if getattr(block, "type", "") == "text"
+        )
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The result's ``_meta`` (empty when absent)."""
+        meta = self.result.meta
+        return {} if meta is UNSET else dict(meta)
+
+    def __repr__(self) -> str:
+        return f"ToolResult(is_error={self.is_error}, content={self.content!r})"
+
+
+class Completions:
+    """A ``completion/complete`` answer: :attr:`values`, :attr:`total` (``None`` when
+    not given) and :attr:`has_more` (``False`` when not given)."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        #: The typed ``CompleteResult``, as received.
+        self.result = result
+
+    @property
+    def values(self) -> list[str]:
+        """The suggested values."""
+        values: list[str] = self.result.completion.values
+        return values
+
+    @property
+    def total(self) -> int | None:
+        """How many values there are in all, if the server said."""
+        total = self.result.completion.total
+        return None if total is UNSET else int(total)
+
+    @property
+    def has_more(self) -> bool:
+        """Whether there are more values than these."""
+        return self.result.completion.has_more is True
+
+    def __repr__(self) -> str:
+        return f"Completions(values={self.values!r}, has_more={self.has_more})"
+
+
+class Subscription:
+    """A ``subscriptions/listen`` stream (2026-07-28): an async context manager that is
+    an async iterator of the change notifications the client opted into. Entering sends
+    the request and waits for the server's acknowledgement; leaving cancels it."""
+
+    def __init__(self, client: Client, notifications: Any) -> None:
+        self._client = client
+        self._filter = notifications
+        send, receive = anyio.create_memory_object_stream[Any](math.inf)
+        self._send = send
+        self._receive = receive
+        self._acknowledged = anyio.Event()
+        self._error: BaseException | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        #: The id of the ``subscriptions/listen`` request (the subscription's id).
+        self.request_id: RequestId | None = None
+
+    async def __aenter__(self) -> Subscription:
+        client = self._client
+        types = client.types
+        request = types.SubscriptionsListenRequest(
+            id=client.next_id(),
+            params=types.SubscriptionsListenRequestParams(notifications=self._filter),
+        )
+        self.request_id = request.id
+        client._subscriptions[request.id] = self
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        task_group.start_soon(self._run, request)
+        await self._acknowledged.wait()
+        if self._error is not None:
+            await self.__aexit__(None, None, None)
+            raise self._error
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        task_group = self._task_group
+        if task_group is None:
+            return
+        self._task_group = None
+        task_group.cancel_scope.cancel()  # cancels the request on the wire
+        await task_group.__aexit__(None, None, None)
+        self._client._subscriptions.pop(self.request_id, None)
+        self._receive.close()
+
+    async def _run(self, request: Any) -> None:
+        try:
+            await self._client._peer_now().request_response(request)
+        except CancelledByPeer:
+            pass  # the server ended the stream: the iteration ends
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._acknowledged.set()
+            self._send.close()
+
+    def _deliver(self, notification: Any) -> None:
+        if notification.method == ACKNOWLEDGED:
+            self._acknowledged.set()
+            return
+        # A notification may cross the subscription's end: nobody reads it then.
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(notification)
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Any:
+        """The next notification; the iteration ends when the server ends the stream
+        (with a result, or by cancelling it), and raises what ended it if that was an
+        error."""
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            if self._error is not None:
+                raise self._error from None
+            raise StopAsyncIteration from None
+
+
+class Client:
+    """The client side of an MCP connection.
+
+    Build it with :meth:`stdio` (launch a server command) or :meth:`over` (an open
+    message stream), then ``async with`` it: entering connects and negotiates,
+    leaving disconnects (for stdio: close the server's stdin, then SIGTERM, then
+    SIGKILL). Negotiation follows ``mode``: ``"auto"`` (probe ``server/discover``, fall
+    back to ``initialize``), ``"legacy"`` (``initialize``) or one revision;
+    ``revisions`` restricts the revisions accepted.
+
+    ``info`` is the client's identity; ``capabilities`` its capabilities, by default
+    those of the handlers given: ``sampling``, ``elicitation`` and ``roots`` answer the
+    server's requests (:data:`ServerRequestHandler`). ``on_log`` gets log messages,
+    ``on_notification`` every other notification, ``on_violation`` the server's
+    protocol violations (logged when not given). ``open_timeout`` bounds negotiation.
+    ``limits`` bound what the server can make the client hold
+    (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], AbstractAsyncContextManager[MessageStream]],
+        *,
+        mode: ClientMode = "auto",
+        revisions: Iterable[str] | None = None,
+        info: Any = None,
+        capabilities: Any = None,
+        sampling: ServerRequestHandler | None = None,
+        elicitation: ServerRequestHandler | None = None,
+        roots: ServerRequestHandler | None = None,
+        on_log: LogCallback | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_violation: ViolationHandler | None = None,
+        open_timeout: float | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self._connect = connect
+        self._handlers: dict[str, ServerRequestHandler] = {}
+        for method, handler in (
+            ("sampling/createMessage", sampling),
+            ("elicitation/create", elicitation),
+            ("roots/list", roots),
+        ):
+            if handler is not None:
+                self._handlers[method] = handler
+        if capabilities is None:
+            capabilities = {_HANDLED[method]: {} for method in self._handlers}
+        self._session_args: dict[str, Any] = {
+            "revisions": revisions,
+            "mode": mode,
+            "info": info,
+            "capabilities": capabilities,
+            "limits": limits,
+        }
+        self._on_log = on_log
+        self._on_notification = on_notification
+        self._violation_callback = on_violation
+        self._open_timeout = open_timeout
+        self._stack: AsyncExitStack | None = None
+        self._stream: MessageStream | None = None
+        self._peer: Peer[ClientSession] | None = None
+        self._ready: SessionReady | None = None
+        self._log_level: str | None = None
+        self._subscriptions: dict[RequestId | None, Subscription] = {}
+
+    # -- building ---------------------------------------------------------------------------
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str | os.PathLike[str],
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: StderrMode = "forward",
+        max_message_size: int | None = None,
+        grace: float = DEFAULT_GRACE,
+        mode: ClientMode = "auto",
+        revisions: Iterable[str] | None = None,
+        info: Any = None,
+        capabilities: Any = None,
+        sampling: ServerRequestHandler | None = None,
+        elicitation: ServerRequestHandler | None = None,
+        roots: ServerRequestHandler | None = None,
+        on_log: LogCallback | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_violation: ViolationHandler | None = None,
+        open_timeout: float | None = None,
+        limits: Limits | None = None,
+    ) -> Client:
+        """A client of the stdio server ``command args`` (launched on entry): ``env`` is
+        its whole environment (``None``: this process's), ``cwd`` its directory,
+        ``stderr`` where its log goes (``"forward"``, ``"capture"``, ``"discard"`` or a
+        callable per line); ``max_message_size`` bounds one line of its stdout
+        (default: ``limits.max_message_bytes``); ``grace`` is the seconds of each
+        shutdown step. The other options are those of :class:`Client`."""
+        line_limit = (
+            max_message_size
+            if max_message_size is not None
+            else (limits or DEFAULT_LIMITS).max_message_bytes
+        )
+
+        def connect() -> AbstractAsyncContextManager[MessageStream]:
+            return launch_server(
+                command,
+                args,
+                env=env,
+                cwd=cwd,
+                stderr=stderr,
+                max_message_size=line_limit,
+                grace=grace,
+            )
+
+        return cls(
+            connect,
+            mode=mode,
+            revisions=revisions,
+            info=info,
+            capabilities=capabilities,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+            on_violation=on_violation,
+            open_timeout=open_timeout,
+            limits=limits,
+        )
+
+    @classmethod
+    def over(
+        cls,
+        stream: MessageStream,
+        *,
+        mode: ClientMode = "auto",
+        revisions: Iterable[str] | None = None,
+        info: Any = None,
+        capabilities: Any = None,
+        sampling: ServerRequestHandler | None = None,
+        elicitation: ServerRequestHandler | None = None,
+        roots: ServerRequestHandler | None = None,
+        on_log: LogCallback | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_violation: ViolationHandler | None = None,
+        open_timeout: float | None = None,
+        limits: Limits | None = None,
+    ) -> Client:
+        """A client over an open message stream (closed when the client closes); the
+        options are those of :class:`Client`."""
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[MessageStream]:
+            try:
+                yield stream
+            finally:
+                await stream.aclose()
+
+        return cls(
+            connect,
+            mode=mode,
+            revisions=revisions,
+            info=info,
+            capabilities=capabilities,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+            on_violation=on_violation,
+            open_timeout=open_timeout,
+            limits=limits,
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        if self._stack is not None:
+            raise RuntimeError("the client is already open")
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        self._stack = stack
+        try:
+            stream = await stack.enter_async_context(self._connect())
+            self._stream = stream
+            session = ClientSession(**self._session_args)
+            peer = Peer(
+                session,
+                stream,
+                request_handler=self._on_request,
+                notification_handler=self._on_notification_event,
+                violation_handler=self._on_violation,
+            )
+            self._peer = peer  # before the reader starts: the server's requests need it
+            await stack.enter_async_context(peer)
+            self._ready = await peer.open(timeout=self._open_timeout)
+        except BaseException:
+            await self._exit()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._exit()
+
+    async def _exit(self) -> None:
+        """Leave what entering entered (the peer's task group, the transport), here,
+        in the scope they were entered in; their shutdowns shield themselves."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def aclose(self) -> None:
+        """Disconnect now (from any task): every request still waiting raises
+        :class:`ConnectionClosed` and the transport closes (a launched server is shut
+        down). Leaving the ``async with`` block does this too. Idempotent."""
+        peer = self._peer
+        if peer is not None:
+            await peer.aclose()
+
+    @property
+    def transport(self) -> Any:
+        """The message stream underneath (for stdio, a
+        :class:`~mcpspec.runtime.connection.stdio.ProcessStream`: ``process``,
+        ``returncode``, captured ``stderr``); ``None`` before the client is opened."""
+        return self._stream
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended (or was never opened)."""
+        return self._peer is None or self._peer.closed
+
+    def _peer_now(self) -> Peer[ClientSession]:
+        peer = self._peer
+        if peer is None or self._ready is None:
+            raise ConnectionClosed("the client is not connected")
+        return peer
+
+    # -- what negotiation found -----------------------------------------------------------------
+
+    def _ready_now(self) -> SessionReady:
+        if self._ready is None:
+            raise ConnectionClosed("the client is not connected")
+        return self._ready
+
+    @property
+    def revision(self) -> str:
+        """The negotiated revision."""
+        return self._ready_now().revision
+
+    @property
+    def model(self) -> str:
+        """``"handshake"`` (up to 2025-11-25) or ``"stateless"`` (2026-07-28)."""
+        return self._ready_now().model
+
+    @property
+    def server_info(self) -> Any:
+        """The server's ``Implementation`` (name, version, ...), when it sent one."""
+        return self._ready_now().peer_info
+
+    @property
+    def capabilities(self) -> Any:
+        """The server's ``ServerCapabilities`` (typed, in the negotiated revision)."""
+        return self._ready_now().peer_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, when it sent any."""
+        return self._ready_now().instructions
+
+    @property
+    def session(self) -> ClientSession:
+        """The sans-IO session underneath."""
+        return self._peer_now().session
+
+    @property
+    def types(self) -> ModuleType:
+        """The negotiated revision's generated module: requests given to
+        :meth:`request` are values of its types."""
+        return self.session.types
+
+    def next_id(self) -> int:
+        """A fresh request id."""
+        return self._peer_now().next_id()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        request: Any,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send ``request`` (a request of :attr:`types` with a fresh id, :meth:`next_id`)
+        and return its typed result.
+
+        In 2026-07-28 an ``InputRequiredResult`` is answered with the handlers and the
+        request retried, until the server answers it. ``progress`` gets each
+        ``ProgressReceived``. After ``timeout`` seconds (all rounds together), or when
+        the caller is cancelled, the request is cancelled on the wire.
+
+        Raises :class:`~mcpspec.runtime.connection.RequestError` (an error response),
+        :class:`~mcpspec.runtime.connection.ResponseViolation` (an answer that breaks
+        the schema or a rule), :class:`~mcpspec.runtime.connection.RequestTimeout`,
+        :class:`~mcpspec.runtime.connection.ConnectionClosed`, or the session's
+        ``LocalProtocolError`` when the request cannot be sent.
+        """
+        response = await self._exchange(request, progress, timeout)
+        return response.result
+
+    async def _exchange(
+        self, request: Any, progress: ProgressCallback | None, timeout: float | None
+    ) -> ResponseReceived:
+        peer = self._peer_now()
+        session = peer.session
+        if self._log_level is not None and session.model == "stateless":
+            request = _with_meta(request, META_LOG_LEVEL, self._log_level)
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        for _ in range(MAX_INPUT_ROUNDS):
+            left = None if deadline is None else max(deadline - anyio.current_time(), 0.0)
+            response = await peer.request_response(request, progress=progress, timeout=left)
+            if not response.input_required:
+                return response
+            answers = await self._answer_inputs(response.result)
+            request = session.retry_with_input(response, answers)
+        raise InputRoundsExceeded(
+            f"{type(request).method} still needed input after {MAX_INPUT_ROUNDS} rounds"
+        )
+
+    async def _answer_inputs(self, result: Any) -> dict[str, Any]:
+        asked: dict[str, Any] = {} if result.input_requests is UNSET else result.input_requests
+        answers: dict[str, Any] = {}
+        for key, ask in asked.items():
+            params = getattr(ask, "params", UNSET)
+            context = ServerRequestContext(self, self.session, ask.method, None, key)
+            answers[key] = await self._answer(ask.method, params, context)
+        return answers
+
+    async def _answer(self, method: str, params: Any, context: ServerRequestContext) -> Any:
+        """The typed result of a server-to-client request, from its handler."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise RequestError.method_not_found(method)
+        value = await handler(None if params is UNSET else params, context)
+        # The session of the peer, not of a finished negotiation: a server may ask as
+        # soon as notifications/initialized is out, before ``open`` has returned here.
+        assert self._peer is not None
+        session = self._peer.session
+        if type(value).__module__ == session.types.__name__:
+            return value
+        return session.codec.decode_result(method, msgspec.json.encode(value))
+
+    async def _on_request(self, event: RequestReceived) -> Any:
+        assert self._peer is not None
+        context = ServerRequestContext(
+            self, self._peer.session, event.method, event.request_id, None
+        )
+        params = getattr(event.request, "params", UNSET)
+        return await self._answer(event.method, params, context)
+
+    # -- notifications ---------------------------------------------------------------------------
+
+    async def _on_notification_event(self, event: NotificationReceived) -> None:
+        notification = event.notification
+        method = event.method
+        if method in FILTER_FIELDS or method == ACKNOWLEDGED:
+            subscription = self._subscriptions.get(subscription_of(notification.params))
+            if subscription is not None:
+                subscription._deliver(notification)
+                return
+        if method == "notifications/message":
+            if self._on_log is not None:
+                await _call(self._on_log, notification.params)
+            return
+        if self._on_notification is not None:
+            await _call(self._on_notification, notification)
+
+    async def _on_violation(self, event: ProtocolViolation) -> None:
+        if self._violation_callback is not None:
+            await _call(self._violation_callback, event)
+        else:
+            logger.warning(
+                "protocol violation by the server: %s: %s (at %s)",
+                event.rule.value,
+                event.reason,
+                event.path,
+            )
+
+    # -- what a client asks -------------------------------------------------------------------
+
+    def _build(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        """A request of the negotiated revision's class ``name`` with a fresh id, its
+        params given in wire form."""
+        cls = getattr(self.types, name, None)
+        if cls is None:
+            raise RevisionError(Rule.METHOD_NOT_FOUND, f"revision {self.revision} has no {name}")
+        message: dict[str, Any] = {"id": self.next_id(), "method": cls.method}
+        if params is not None or _params_required(cls):
+            message["params"] = dict(params or {})
+        return msgspec.convert(message, cls)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """``ping`` (up to 2025-11-25; 2026-07-28 has none: ``RevisionError``)."""
+        await self.request(self._build("PingRequest"), timeout=timeout)
+
+    async def _pages(
+        self, name: str, items: str, cursor: str | None, timeout: float | None
+    ) -> AsyncGenerator[Any, None]:
+        seen: set[str] = set()
+        while True:
+            params = None if cursor is None else {"cursor": cursor}
+            request = self._build(name, params)
+            result = await self.request(request, timeout=timeout)
+            yield result
+            cursor = result.next_cursor
+            if cursor is UNSET or cursor is None:
+                return
+            if cursor in seen:
+                reason = f"the server repeated cursor {cursor!r} listing {items}"
+                error = ErrorObject(code=int(ErrorCode.INVALID_PARAMS), message=reason)
+                raise ResponseViolation(
+                    ProtocolViolation(
+                        rule=Rule.INVALID_RESULT,
+                        error=error,
+                        method=type(request).method,
+                        request_id=request.id,
+                        path="$.result.nextCursor",
+                        reason=reason,
+                    )
+                )
+            seen.add(cursor)
+
+    def tool_pages(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """The ``tools/list`` results, page by page (from ``cursor``)."""
+        return self._pages("ListToolsRequest", "tools", cursor, timeout)
+
+    def resource_pages(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """The ``resources/list`` results, page by page."""
+        return self._pages("ListResourcesRequest", "resources", cursor, timeout)
+
+    def resource_template_pages(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """The ``resources/templates/list`` results, page by page."""
+        return self._pages("ListResourceTemplatesRequest", "resource templates", cursor, timeout)
+
+    def prompt_pages(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """The ``prompts/list`` results, page by page."""
+        return self._pages("ListPromptsRequest", "prompts", cursor, timeout)
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[Any]:
+        """Every tool (``Tool``), all pages."""
+        return [tool async for page in self.tool_pages(timeout=timeout) for tool in page.tools]
+
+    async def list_resources(self, *, timeout: float | None = None) -> list[Any]:
+        """Every resource (``Resource``), all pages."""
+        return [r async for page in self.resource_pages(timeout=timeout) for r in page.resources]
+
+    async def list_resource_templates(self, *, timeout: float | None = None) -> list[Any]:
+        """Every resource template (``ResourceTemplate``), all pages."""
+        return [
+            template
+            async for page in self.resource_template_pages(timeout=timeout)
+            for template in page.resource_templates
+        ]
+
+    async def list_prompts(self, *, timeout: float | None = None) -> list[Any]:
+        """Every prompt (``Prompt``), all pages."""
+        return [p async for page in self.prompt_pages(timeout=timeout) for p in page.prompts]
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Call tool ``name`` with ``arguments``. A tool that fails answers a result
+        with :attr:`ToolResult.is_error`; a request the server refuses raises
+        :class:`~mcpspec.runtime.connection.RequestError`."""
+        types = self.types
+        params = types.CallToolRequestParams(
+            name=name, arguments=UNSET if arguments is None else dict(arguments)
+        )
+        request = types.CallToolRequest(id=self.next_id(), params=params)
+        return ToolResult(await self.request(request, progress=progress, timeout=timeout))
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> Any:
+        """Read resource ``uri``: its ``ReadResourceResult`` (``contents``)."""
+        types = self.types
+        request = types.ReadResourceRequest(
+            id=self.next_id(), params=types.ReadResourceRequestParams(uri=uri)
+        )
+        return await self.request(request, timeout=timeout)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """Get prompt ``name`` filled with ``arguments``: its ``GetPromptResult``."""
+        types = self.types
+        params = types.GetPromptRequestParams(
+            name=name, arguments=UNSET if arguments is None else dict(arguments)
+        )
+        request = types.GetPromptRequest(id=self.next_id(), params=params)
+        return await self.request(request, timeout=timeout)
+
+    async def complete(
+        self,
+        ref: Any,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completions:
+        """Complete ``argument`` (typed so far: ``value``) of ``ref``: a prompt or
+        resource template reference, typed or in wire form (:func:`prompt_ref`,
+        :func:`resource_ref`). ``context`` gives the arguments already chosen (from
+        2025-06-18)."""
+        params: dict[str, Any] = {
+            "ref": _wire(ref),
+            "argument": {"name": argument, "value": value},
+        }
+        if context is not None:
+            params["context"] = {"arguments": dict(context)}
+        result = await self.request(self._build("CompleteRequest", params), timeout=timeout)
+        return Completions(result)
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Ask for log messages at ``level`` and above: ``logging/setLevel`` up to
+        2025-11-25; in 2026-07-28 the level goes into the ``_meta`` of every later
+        request."""
+        if level not in LEVELS:
+            raise ValueError(f"not a logging level: {level!r}")
+        if self.model == "stateless":
+            self._log_level = level
+            return
+        await self.request(self._build("SetLevelRequest", {"level": level}), timeout=timeout)
+
+    async def subscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """``resources/subscribe`` (up to 2025-11-25; in 2026-07-28 use :meth:`listen`):
+        ``notifications/resources/updated`` for ``uri`` then reach ``on_notification``."""
+        await self.request(self._build("SubscribeRequest", {"uri": uri}), timeout=timeout)
+
+    async def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """``resources/unsubscribe`` (up to 2025-11-25)."""
+        await self.request(self._build("UnsubscribeRequest", {"uri": uri}), timeout=timeout)
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Iterable[str] = (),
+    ) -> Subscription:
+        """``subscriptions/listen`` (2026-07-28): ``async with client.listen(tools=True)
+        as changes: async for note in changes: ...``. ``tools``, ``prompts`` and
+        ``resources`` opt into the list-changed notifications, ``resource_uris`` into
+        ``notifications/resources/updated`` for those resources."""
+        types = self.types
+        if not hasattr(types, "SubscriptionsListenRequest"):
+            raise RevisionError(
+                Rule.METHOD_NOT_FOUND,
+                f"revision {self.revision} has no subscriptions/listen: use subscribe",
+            )
+        wanted: dict[str, Any] = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        uris = list(resource_uris)
+        if uris:
+            wanted["resourceSubscriptions"] = uris
+        return Subscription(self, msgspec.convert(wanted, types.SubscriptionFilter))
+
+
+def prompt_ref(name: str) -> dict[str, Any]:
+    """A completion reference to prompt ``name`` (wire form)."""
+    return {"type": "ref/prompt", "name": name}
+
+
+def resource_ref(uri: str) -> dict[str, Any]:
+    """A completion reference to resource (template) ``uri`` (wire form)."""
+    return {"type": "ref/resource", "uri": uri}
+
+
+def _wire(value: Any) -> Any:
+    """A typed value of any revision, or a mapping, in wire form."""
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
+    return dict(value)
+
+
+def _params_required(cls: type) -> bool:
+    for field in msgspec.structs.fields(cls):
+        if field.name == "params":
+            return field.required
+    return False
+
+
+def _with_meta(request: Any, key: str, value: Any) -> Any:
+    """``request`` with ``params._meta[key]`` set, unless it is set already."""
+    params = request.params
+    meta = params.meta if params.meta is not UNSET else {}
+    if key in meta:
+        return request
+    params = msgspec.structs.replace(params, meta={**meta, key: value})
+    return msgspec.structs.replace(request, params=params)
+
+
+async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
+    """Call a callback that may be a plain function or a coroutine function."""
+    outcome = callback(arg)
+    if inspect.isawaitable(outcome):
+        await outcome

@@ -1,0 +1,314 @@
+"""What a server's request handler gets besides the request: :class:`RequestContext`.
+
+The context reports progress and log messages about the request, tells the client's
+capabilities and the revision, exposes the cancel scope the client's
+``notifications/cancelled`` triggers, and asks the client for input (elicitation,
+sampling, roots) the same way in every revision:
+
+* up to 2025-11-25 the question is a request on the connection, and :meth:`ask`
+  returns its answer;
+* in 2026-07-28 a server sends no requests: the first :meth:`ask` without an answer
+  ends the handler, and the server answers ``InputRequiredResult`` with the question
+  and a ``requestState`` holding the answers so far. The client retries the request
+  with the answer; the handler runs again from the start, and this time :meth:`ask`
+  returns the answer. So a handler must do the same up to each question on every run
+  (ask first, act after), which is the model the revision asks of servers.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio
+import msgspec
+from msgspec import UNSET
+
+from mcpspec.runtime.envelope import RequestId
+from mcpspec.runtime.events import RequestReceived
+
+from .errors import RequestError
+
+if TYPE_CHECKING:
+    from mcpspec.runtime.server import ServerSession
+
+    from .peer import Peer
+
+__all__ = ["InputState", "LogLevel", "RequestContext"]
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+#: Log levels by rank (RFC 5424 severities, least severe first).
+LEVELS: Final[Mapping[str, int]] = {
+    "debug": 0,
+    "info": 1,
+    "notice": 2,
+    "warning": 3,
+    "error": 4,
+    "critical": 5,
+    "alert": 6,
+    "emergency": 7,
+}
+#: The client capability each question needs, and the class of its request.
+_ASKS: Final[Mapping[str, tuple[str, str]]] = {
+    "elicitation/create": ("elicitation", "ElicitRequest"),
+    "sampling/createMessage": ("sampling", "CreateMessageRequest"),
+    "roots/list": ("roots", "ListRootsRequest"),
+}
+#: At most this many questions per request (each round trip carries all answers).
+MAX_QUESTIONS: Final = 32
+
+
+class InputNeeded(BaseException):
+    """Raised by :meth:`RequestContext.ask` in 2026-07-28 for a question not answered
+    yet: the server answers ``InputRequiredResult``. A ``BaseException``, so that a
+    handler's ``except Exception`` does not swallow it."""
+
+    def __init__(self, key: str, method: str, request: Any) -> None:
+        super().__init__(f"input required: {key} ({method})")
+        self.key = key
+        self.method = method
+        self.request = request
+
+
+class _Answer(msgspec.Struct, array_like=True):
+    method: str
+    result: msgspec.Raw
+
+
+class InputState(msgspec.Struct, kw_only=True):
+    """What a 2026-07-28 ``requestState`` of this server holds: the answers given so
+    far (method and result JSON, by key) and the questions of the last round (method,
+    by key). Opaque to the client: encoded as base64 of its JSON."""
+
+    answers: dict[str, _Answer] = {}
+    asked: dict[str, str] = {}
+
+    def encode(self) -> str:
+        return base64.urlsafe_b64encode(msgspec.json.encode(self)).decode("ascii")
+
+    @classmethod
+    def decode(cls, text: str) -> InputState:
+        """The state in ``text``; :class:`RequestError` (-32602) when it is not one."""
+        try:
+            return msgspec.json.decode(base64.urlsafe_b64decode(text.encode("ascii")), type=cls)
+        except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            raise RequestError.invalid_params(
+                "requestState is not one this server issued"
+            ) from None
+
+
+class RequestContext:
+    """One request being handled: its identity, the client, and what the handler can
+    send about it."""
+
+    def __init__(
+        self,
+        event: RequestReceived,
+        peer: Peer[ServerSession],
+        *,
+        scope: anyio.CancelScope | None,
+        client_capabilities: Any,
+        client_info: Any,
+        log_threshold: int | None,
+        answers: dict[str, Any] | None = None,
+    ) -> None:
+        self._event = event
+        self._peer = peer
+        self._scope = scope
+        self._client_capabilities = client_capabilities
+        self._client_info = client_info
+        self._log_threshold = log_threshold
+        self._answers = answers
+        self._asked = 0
+        self._progress_last: float | None = None
+
+    # -- about the request -----------------------------------------------------------------------
+
+    @property
+    def request_id(self) -> RequestId:
+        """The request's JSON-RPC id."""
+        return self._event.request_id
+
+    @property
+    def method(self) -> str:
+        """The request's method."""
+        return self._event.method
+
+    @property
+    def event(self) -> RequestReceived:
+        """The session's event for the request (``progress_token``, ``log_level``, ...)."""
+        return self._event
+
+    @property
+    def revision(self) -> str:
+        """The revision the connection speaks."""
+        return self._peer.session.revision or self._peer.session.codec.revision
+
+    @property
+    def stateless(self) -> bool:
+        """Whether the revision is the stateless one (2026-07-28)."""
+        return self._peer.session.model == "stateless"
+
+    @property
+    def types(self) -> ModuleType:
+        """The generated module of the revision (``ctx.types.CallToolResult``)."""
+        return self._peer.session.types
+
+    @property
+    def client_capabilities(self) -> Any:
+        """The client's ``ClientCapabilities`` (for this request, in 2026-07-28), or
+        ``None`` when unknown."""
+        return self._client_capabilities
+
+    @property
+    def client_info(self) -> Any:
+        """The client's ``Implementation``, when it sent one."""
+        return self._client_info
+
+    @property
+    def cancel_scope(self) -> anyio.CancelScope | None:
+        """The scope the handler runs in; the client's ``notifications/cancelled``
+        cancels it (and no answer is sent)."""
+        return self._scope
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled the request."""
+        return self._scope is not None and self._scope.cancel_called
+
+    @property
+    def peer(self) -> Peer[ServerSession]:
+        """The connection the request came on; it outlives the request
+        (``await ctx.peer.notify(...)`` later, for a subscription, say)."""
+        return self._peer
+
+    async def notify(self, notification: Any) -> None:
+        """Send a notification (a generated notification of :attr:`types`:
+        ``ctx.types.ToolListChangedNotification()``, ...) on the connection."""
+        await self._peer.notify(notification)
+
+    # -- progress and logging --------------------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request, if the client asked for
+        progress (else nothing). ``progress`` must increase from one call to the next."""
+        token = self._event.progress_token
+        if token is None:
+            return
+        fields: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            fields["total"] = total
+        if message is not None:
+            fields["message"] = message
+        types = self.types
+        params = msgspec.convert(fields, types.ProgressNotificationParams)
+        await self._peer.notify(types.ProgressNotification(params=params))
+
+    async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send ``notifications/message`` to the client, if it asked for messages of
+        this level (``logging/setLevel``; in 2026-07-28, the request's
+        ``io.modelcontextprotocol/logLevel``); else nothing."""
+        rank = LEVELS[level]
+        if self.stateless:
+            asked = self._event.log_level
+            if asked is None or rank < LEVELS[asked]:
+                return
+        elif self._log_threshold is not None and rank < self._log_threshold:
+            return
+        fields: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            fields["logger"] = logger
+        types = self.types
+        params = msgspec.convert(fields, types.LoggingMessageNotificationParams)
+        await self._peer.notify(types.LoggingMessageNotification(params=params))
+
+    # -- asking the client -----------------------------------------------------------------------
+
+    async def ask(self, method: str, params: Any = None) -> Any:
+        """Ask the client: ``method`` is ``"elicitation/create"``,
+        ``"sampling/createMessage"`` or ``"roots/list"``, ``params`` the request's
+        params (a generated Struct of any revision, or a mapping in wire form). Returns
+        the typed result (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``).
+
+        Raises :class:`RequestError` when the client answers with an error or (2026-07-28)
+        did not declare the capability (-32021, which also answers the request if not
+        caught).
+        """
+        entry = _ASKS.get(method)
+        if entry is None:
+            raise ValueError(f"a server asks the client with {', '.join(_ASKS)}; not {method!r}")
+        capability, class_name = entry
+        session = self._peer.session
+        types = session.types
+        cls = getattr(types, class_name, None)
+        if cls is None:
+            raise RequestError.of(-32601, f"{method} does not exist in revision {self.revision}")
+        wire_params = _wire(params)
+        if not self.stateless:
+            request = _typed(session.codec, cls, method, wire_params, self._peer.next_id())
+            return await self._peer.request(request)
+        self._asked += 1
+        if self._asked > MAX_QUESTIONS:
+            raise RuntimeError(f"more than {MAX_QUESTIONS} questions in one request")
+        key = f"q{self._asked}"
+        answers = self._answers or {}
+        if key in answers:
+            return answers[key]
+        caps = self._client_capabilities
+        if caps is None or getattr(caps, capability, UNSET) in (UNSET, None):
+            missing = session.missing_capability(self.request_id, {capability: {}})
+            raise RequestError(missing.error)
+        raise InputNeeded(key, method, _typed(session.codec, cls, method, wire_params, None))
+
+    async def elicit(
+        self,
+        params: Any = None,
+        *,
+        message: str | None = None,
+        requested_schema: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Ask the user through the client (``elicitation/create``): give the params
+        (form or URL mode), or a ``message`` and the ``requested_schema`` of a form
+        (``{"type": "object", "properties": {...}}``). Returns the ``ElicitResult``
+        (``.action`` is ``"accept"``, ``"decline"`` or ``"cancel"``; ``.content``)."""
+        if params is None:
+            if message is None:
+                raise TypeError("elicit() takes params, or message and requested_schema")
+            schema = dict(requested_schema or {"type": "object", "properties": {}})
+            schema.setdefault("type", "object")
+            params = {"message": message, "requestedSchema": schema}
+        return await self.ask("elicitation/create", params)
+
+    async def sample(self, params: Any) -> Any:
+        """Ask the client's model (``sampling/createMessage``); the
+        ``CreateMessageResult``."""
+        return await self.ask("sampling/createMessage", params)
+
+    async def list_roots(self) -> Any:
+        """Ask the client for its roots (``roots/list``); the ``ListRootsResult``."""
+        return await self.ask("roots/list", None)
+
+
+def _wire(params: Any) -> Any:
+    """``params`` in wire form (JSON-compatible builtins), or ``None``."""
+    if params is None:
+        return None
+    if isinstance(params, msgspec.Struct):
+        return msgspec.to_builtins(params)
+    return dict(params)
+
+
+def _typed(codec: Any, cls: type, method: str, params: Any, request_id: RequestId | None) -> Any:
+    """A request of ``cls`` (a generated request type), built through the codec so that
+    params of another revision or in wire form are typed alike."""
+    message: dict[str, Any] = {"method": method}
+    if params is not None:
+        message["params"] = params
+    if request_id is not None:
+        message["jsonrpc"] = "2.0"
+        message["id"] = request_id
+    return codec.decode_as(cls, msgspec.json.encode(message))

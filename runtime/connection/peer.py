@@ -1,0 +1,641 @@
+"""The symmetric core of a connection: one sans-IO session, one message stream.
+
+:class:`Peer` is what both the ``Client`` and the ``Server`` are built on. It owns a
+:class:`~mcpspec.runtime.ServerSession` or :class:`~mcpspec.runtime.ClientSession` and
+a :class:`~mcpspec.runtime.connection.transport.MessageStream`, and does the I/O the
+session leaves out:
+
+* a reader task feeds every received message to ``session.receive`` and acts on the
+  events: it writes what the session hands over (``Outgoing``, the error response of a
+  violation), settles the caller waiting on a response, routes progress to the
+  request's callback, answers ``ping``, and runs each of the peer's requests in a task
+  of its own;
+* :meth:`Peer.request` sends a request and waits for its answer: the typed result, or
+  :class:`~mcpspec.runtime.connection.errors.RequestError` for an error response,
+  :class:`~mcpspec.runtime.connection.errors.ResponseViolation` for an answer that
+  breaks a rule, :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` when the
+  connection ends first. A timeout or a cancelled caller sends
+  ``notifications/cancelled``;
+* the peer's requests go to one ``request_handler`` coroutine each, concurrently. Its
+  return value is the result; raising ``RequestError`` answers with that error, any
+  other exception with -32603 (the connection goes on); without a handler the answer is
+  -32601. The peer's ``notifications/cancelled`` cancels the handler's task.
+
+Every write goes through one lock, in the order the session produced it, and is
+shielded from cancellation, so a message is never cut in half on the wire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Generic, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+from msgspec import UNSET
+
+from mcpspec.runtime.client import ClientSession
+from mcpspec.runtime.envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.events import (
+    ErrorReceived,
+    Event,
+    NegotiationFailed,
+    NotificationReceived,
+    Outgoing,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestCancelled,
+    RequestReceived,
+    ResponseReceived,
+    SessionReady,
+)
+from mcpspec.runtime.misuse import LocalProtocolError
+from mcpspec.runtime.rules import Rule
+from mcpspec.runtime.server import ServerSession
+
+from .errors import (
+    CancelledByPeer,
+    ConnectionClosed,
+    MessageTooLarge,
+    NegotiationRefused,
+    RequestError,
+    RequestTimeout,
+    ResponseViolation,
+)
+from .transport import MessageStream
+
+__all__ = [
+    "NotificationHandler",
+    "Peer",
+    "ProgressCallback",
+    "RequestHandler",
+    "ViolationHandler",
+]
+
+logger = logging.getLogger("mcpspec.connection")
+
+S = TypeVar("S", ServerSession, ClientSession)
+
+#: Answers one request of the peer: the result to send (a generated result value).
+RequestHandler = Callable[[RequestReceived], Awaitable[Any]]
+#: Called with each notification of the peer (other than progress and cancellation).
+NotificationHandler = Callable[[NotificationReceived], Awaitable[None] | None]
+#: Called with each violation of the peer (after its error response, if any, is sent).
+ViolationHandler = Callable[[ProtocolViolation], Awaitable[None] | None]
+#: Called with each progress notification of one request.
+ProgressCallback = Callable[[ProgressReceived], Awaitable[None] | None]
+
+#: Violations that name one of this side's requests without ending it.
+_NOT_AN_ANSWER: Final = frozenset(
+    {
+        Rule.DUPLICATE_REQUEST_ID,
+        Rule.PROGRESS_TOKEN_IN_USE,
+        Rule.PROGRESS_UNKNOWN_TOKEN,
+        Rule.PROGRESS_NOT_INCREASING,
+        Rule.PROGRESS_AFTER_COMPLETION,
+        Rule.LOG_LEVEL,
+    }
+)
+
+
+class _ResponseId(msgspec.Struct):
+    """The members of an unreadable message that tell which request it answers."""
+
+    id: Any = None
+    method: Any = None
+
+
+_RESPONSE_ID = msgspec.json.Decoder(_ResponseId)
+
+
+async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
+    """Call a callback that may be a plain function or a coroutine function."""
+    outcome = callback(arg)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+class _Waiter:
+    """A request of this side awaiting its answer."""
+
+    __slots__ = ("done", "error", "method", "progress", "response")
+
+    def __init__(self, method: str, progress: ProgressCallback | None) -> None:
+        self.method = method
+        self.progress = progress
+        self.done = anyio.Event()
+        self.response: ResponseReceived | None = None
+        self.error: Exception | None = None
+
+    def settle(self, response: ResponseReceived | None, error: Exception | None) -> None:
+        self.response, self.error = response, error
+        self.done.set()
+
+
+class Peer(Generic[S]):
+    """One connection: a sans-IO ``session`` speaking over ``stream``.
+
+    Use it as an async context manager: entering starts the reader task, leaving closes
+    the stream, cancels what still runs and fails every request still waiting with
+    :class:`ConnectionClosed`. :meth:`wait_closed` returns when the stream has ended
+    (and the peer's requests in flight have finished or been cancelled).
+
+    ``request_handler`` answers the peer's requests (``ping`` is answered here unless
+    the handler is given ``answer_ping=False``); ``notification_handler`` gets the
+    peer's notifications, ``violation_handler`` its violations (the default logs
+    them). Both are called from the reader, in order: keep them short, and never await
+    an answer of the peer inside them (start a task for that). ``linger`` is how long
+    the peer's requests in flight may run on once the stream's receiving end has ended
+    (their answers can still be written) before they are cancelled.
+    """
+
+    def __init__(
+        self,
+        session: S,
+        stream: MessageStream,
+        *,
+        request_handler: RequestHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+        violation_handler: ViolationHandler | None = None,
+        answer_ping: bool = True,
+        linger: float = 5.0,
+    ) -> None:
+        self.session: S = session
+        self.stream = stream
+        self.request_handler = request_handler
+        self.notification_handler = notification_handler
+        self.violation_handler = violation_handler
+        self.answer_ping = answer_ping
+        self.linger = linger
+        self._write_lock = anyio.Lock()
+        self._waiters: dict[RequestId, _Waiter] = {}
+        #: The cancel scopes of the peer's requests being handled, by id.
+        self._handling: dict[RequestId, anyio.CancelScope] = {}
+        self._handled = anyio.Event()  # set (and replaced) whenever a handler ends
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._ready: SessionReady | None = None
+        self._failed: NegotiationFailed | None = None
+        self._negotiated = anyio.Event()
+        self._receiving_ended = anyio.Event()
+        self._ended = anyio.Event()
+        self._closed = False
+        self._close_reason = "the connection is closed"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Peer[S]:
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        task_group.start_soon(self._run_reader)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        task_group = self._task_group
+        assert task_group is not None, "the peer was not entered"
+        await self.aclose()
+        task_group.cancel_scope.cancel()
+        return await task_group.__aexit__(*exc_info)
+
+    async def aclose(self, reason: str = "the connection is closed") -> None:
+        """Close the connection: every request still waiting raises
+        :class:`ConnectionClosed`, the stream is closed. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason
+        self._fail_waiters(reason)
+        with anyio.CancelScope(shield=True):
+            await self.stream.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection ended (closed here, or the stream ended)."""
+        return self._closed or self._receiving_ended.is_set()
+
+    async def wait_receiving_ended(self) -> None:
+        """Return when the stream's receiving end has ended (nothing more will arrive;
+        answers can still be written until the stream is closed)."""
+        await self._receiving_ended.wait()
+
+    async def wait_closed(self) -> None:
+        """Return when the stream's receiving end has ended and the peer's requests in
+        flight are over (finished, or cancelled after ``linger`` seconds)."""
+        await self._ended.wait()
+
+    # -- negotiation ------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> SessionReady | None:
+        """The session's ``SessionReady`` event, once negotiation finished."""
+        return self._ready
+
+    async def wait_ready(self) -> SessionReady:
+        """The ``SessionReady`` event, once negotiation finished. Raises
+        :class:`NegotiationRefused` if it failed, :class:`ConnectionClosed` if the
+        connection ended first."""
+        await self._negotiated.wait()
+        if self._ready is not None:
+            return self._ready
+        if self._failed is not None:
+            raise NegotiationRefused(self._failed)
+        raise ConnectionClosed(self._close_reason)
+
+    async def open(self, *, timeout: float | None = None) -> SessionReady:
+        """Client side: write the session's opening message (``session.start()``:
+        ``initialize`` or the ``server/discover`` probe) and wait for negotiation to
+        finish (fallbacks and ``notifications/initialized`` are written by the reader).
+        Raises :class:`NegotiationRefused`, :class:`ConnectionClosed`, or ``TimeoutError``
+        after ``timeout`` seconds."""
+        session = self.session
+        if not isinstance(session, ClientSession):
+            raise TypeError("open() is for a client session")
+        async with self._write_lock:
+            data = session.start()
+            await self._write(data)
+        with anyio.fail_after(timeout):
+            return await self.wait_ready()
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def next_id(self) -> int:
+        """A request id not outstanding (``session.next_id()``)."""
+        return self.session.next_id()
+
+    async def _write(self, data: bytes) -> None:
+        """Write one message (the lock is held); shielded, so it is never cut short."""
+        if not data:
+            return
+        if self._closed:
+            raise ConnectionClosed(self._close_reason)
+        with anyio.CancelScope(shield=True):
+            await self.stream.send(data)
+
+    async def send(self, message: Any, *, progress_token: int | str | None = None) -> None:
+        """``session.send(message)`` and write the bytes, in session order. Raises the
+        session's ``LocalProtocolError`` (nothing written) or :class:`ConnectionClosed`."""
+        async with self._write_lock:
+            if self._closed:
+                raise ConnectionClosed(self._close_reason)
+            data = self.session.send(message, progress_token=progress_token)
+            await self._write(data)
+
+    async def notify(self, notification: Any) -> None:
+        """Send a notification (a generated notification of ``session.types``)."""
+        await self.send(notification)
+
+    async def request(
+        self,
+        request: Any,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        cancel_reason: str | None = None,
+    ) -> Any:
+        """Send ``request`` (a generated request of ``session.types`` with a fresh id:
+        :meth:`next_id`) and return its typed result. See :meth:`request_response`."""
+        response = await self.request_response(
+            request, progress=progress, timeout=timeout, cancel_reason=cancel_reason
+        )
+        return response.result
+
+    async def request_response(
+        self,
+        request: Any,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        cancel_reason: str | None = None,
+    ) -> ResponseReceived:
+        """Send ``request`` and return the session's ``ResponseReceived`` for it (the
+        typed ``result``; ``input_required`` for a 2026-07-28 ``InputRequiredResult``).
+
+        ``progress`` asks the peer for progress (the request id is the token, unless the
+        request carries one) and gets each ``ProgressReceived``. After ``timeout``
+        seconds, or when the caller is cancelled, the request is cancelled on the wire
+        (``notifications/cancelled`` with ``cancel_reason``) and
+        :class:`RequestTimeout` (a ``TimeoutError``) or the cancellation is raised.
+
+        Raises :class:`RequestError` (an error response), :class:`ResponseViolation`
+        (an answer that breaks a rule), :class:`ConnectionClosed`, or the session's
+        ``LocalProtocolError`` when the request cannot be sent (nothing was sent).
+        """
+        request_id: RequestId = request.id
+        method: str = type(request).method
+        if request_id in self._waiters:
+            raise ValueError(f"request id {request_id!r} is already awaited")
+        waiter = _Waiter(method, progress)
+        token: int | str | None = None
+        if progress is not None and not _has_progress_token(request):
+            token = request_id
+        async with self._write_lock:
+            if self.closed:
+                raise ConnectionClosed(self._close_reason)
+            data = self.session.send(request, progress_token=token)
+            # Registered before the write: the answer may come before this task runs on.
+            self._waiters[request_id] = waiter
+            try:
+                await self._write(data)
+            except ConnectionClosed:
+                self._waiters.pop(request_id, None)
+                raise
+        try:
+            with anyio.fail_after(timeout):
+                await waiter.done.wait()
+        except TimeoutError:
+            await self._cancel_request(request_id, waiter, cancel_reason or "timed out")
+            if not waiter.done.is_set():
+                raise RequestTimeout(request_id, method, timeout or 0.0) from None
+        except BaseException:
+            await self._cancel_request(request_id, waiter, cancel_reason or "cancelled")
+            raise
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.response is not None
+        return waiter.response
+
+    async def _cancel_request(self, request_id: RequestId, waiter: _Waiter, reason: str) -> None:
+        """Stop waiting for ``request_id`` and cancel it on the wire (unless it was
+        answered meanwhile, or cannot be cancelled)."""
+        if waiter.done.is_set() or self._waiters.pop(request_id, None) is None:
+            return
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                if self._closed or request_id not in self.session.outstanding:
+                    return
+                try:
+                    data = self.session.cancel(request_id, reason)
+                except LocalProtocolError:
+                    return  # initialize cannot be cancelled
+                with contextlib.suppress(ConnectionClosed):
+                    await self._write(data)
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    async def _run_reader(self) -> None:
+        try:
+            try:
+                await self._read_all()
+            finally:
+                self._receiving_ended.set()
+                self._negotiated.set()
+                if not self._closed:
+                    self._close_reason = "the stream ended"
+                self._fail_waiters(self._close_reason)
+            await self._drain()
+        finally:
+            self._ended.set()
+
+    async def _read_all(self) -> None:
+        stream = self.stream
+        while True:
+            try:
+                data = await stream.receive()
+            except MessageTooLarge as exc:
+                await self._refuse_oversized(exc)
+                continue
+            except ConnectionClosed:
+                return
+            try:
+                events = self.session.receive(data)
+            except Exception:  # a bug in the session: keep the connection
+                logger.exception("the session failed to read a message")
+                continue
+            for event in events:
+                await self._on_event(event, data)
+
+    async def _drain(self) -> None:
+        """Let the peer's requests in flight finish for up to ``linger`` seconds, then
+        cancel them."""
+        with anyio.move_on_after(self.linger):
+            while self._handling:
+                await self._handled.wait()
+        for scope in list(self._handling.values()):
+            scope.cancel()
+        while self._handling:
+            await self._handled.wait()
+
+    async def _on_event(self, event: Event, data: bytes) -> None:
+        match event:
+            case ResponseReceived():
+                waiter = self._waiters.pop(event.request_id, None)
+                if waiter is not None:
+                    waiter.settle(event, None)
+            case RequestReceived():
+                self._start_handler(event)
+            case ProgressReceived():
+                waiter = self._waiters.get(event.request_id)
+                if waiter is not None and waiter.progress is not None:
+                    await self._guarded(waiter.progress, event)
+            case RequestCancelled():
+                if isinstance(self.session, ClientSession) and self.session.model == "stateless":
+                    # A 2026-07-28 server cancels only this side's subscriptions/listen.
+                    waiter = self._waiters.pop(event.request_id, None)
+                    if waiter is not None:
+                        waiter.settle(None, CancelledByPeer(event.request_id, event.reason))
+                elif (scope := self._handling.get(event.request_id)) is not None:
+                    scope.cancel()
+            case NotificationReceived():
+                if self.notification_handler is not None:
+                    await self._guarded(self.notification_handler, event)
+            case ErrorReceived():
+                self._on_error(event)
+            case ProtocolViolation():
+                await self._on_violation(event, data)
+            case Outgoing():
+                await self._write_owned(event.data)
+            case SessionReady():
+                self._ready = event
+                self._negotiated.set()
+            case NegotiationFailed():
+                self._failed = event
+                self._negotiated.set()
+
+    def _on_error(self, event: ErrorReceived) -> None:
+        if event.request_id is None:
+            logger.warning(
+                "the peer could not read a message: %s %s",
+                event.error.code,
+                event.error.message,
+            )
+            return
+        waiter = self._waiters.pop(event.request_id, None)
+        if waiter is not None:
+            waiter.settle(
+                None, RequestError(event.error, request_id=event.request_id, method=event.method)
+            )
+
+    async def _on_violation(self, event: ProtocolViolation, data: bytes) -> None:
+        if event.response is not None:
+            await self._answer(event.response)
+        elif event.rule not in _NOT_AN_ANSWER:
+            request_id = event.request_id
+            if request_id is None:
+                request_id = _answered_id(data)
+            waiter = self._waiters.get(request_id) if request_id is not None else None
+            if waiter is not None and event.method in (None, waiter.method):
+                del self._waiters[request_id]  # type: ignore[arg-type]
+                waiter.settle(None, ResponseViolation(event))
+        if self.violation_handler is not None:
+            await self._guarded(self.violation_handler, event)
+        else:
+            logger.warning(
+                "protocol violation by the peer: %s: %s (at %s)",
+                event.rule.value,
+                event.reason,
+                event.path,
+            )
+
+    async def _refuse_oversized(self, exc: MessageTooLarge) -> None:
+        """An oversized message was skipped unread: report it, and answer it as the
+        session answers a message over its own limit (-32600, id null)."""
+        reason = f"a message of {exc.size} bytes is over the stream's limit of {exc.limit}"
+        # The session learns that an unreadable message arrived (so that it owes the
+        # null-id answer) from a stand-in that is not a JSON-RPC message either.
+        owed = any(
+            isinstance(event, ProtocolViolation) and event.response is not None
+            for event in self.session.receive(b'"message too large"')
+        )
+        error = ErrorObject(
+            code=int(ErrorCode.INVALID_REQUEST),
+            message="Invalid request",
+            data={
+                "rule": Rule.LIMIT_EXCEEDED.value,
+                "path": "$",
+                "reason": reason,
+                "size": exc.size,
+                "limit": exc.limit,
+            },
+        )
+        event = ProtocolViolation(
+            rule=Rule.LIMIT_EXCEEDED,
+            error=error,
+            response=ErrorResponse(id=None, error=error) if owed else None,
+            reason=reason,
+        )
+        await self._on_violation(event, b"")
+
+    async def _guarded(self, callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
+        """Run a user callback; its exception is logged, never ends the connection."""
+        try:
+            await _call(callback, arg)
+        except Exception:
+            logger.exception("a connection callback failed")
+
+    async def _write_owned(self, data: bytes) -> None:
+        """Write bytes the session already produced."""
+        async with self._write_lock:
+            with contextlib.suppress(ConnectionClosed):
+                await self._write(data)
+
+    async def _answer(self, response: ResultResponse | ErrorResponse) -> None:
+        """Send an answer the connection owes; a closed connection or a session that
+        refuses it (closed after a failed negotiation, say) is logged, never raised:
+        the reader and the handlers must go on."""
+        try:
+            await self.send(response)
+        except ConnectionClosed:
+            pass
+        except LocalProtocolError as exc:
+            logger.error("an answer to id %r was refused by the session: %s", response.id, exc)
+
+    def _fail_waiters(self, reason: str) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            waiter.settle(None, ConnectionClosed(reason))
+
+    # -- the peer's requests --------------------------------------------------------------------
+
+    def cancel_scope_of(self, request_id: RequestId) -> anyio.CancelScope | None:
+        """The cancel scope the handler of the peer's request ``request_id`` runs in
+        (its ``notifications/cancelled`` cancels it), while it runs."""
+        return self._handling.get(request_id)
+
+    def _start_handler(self, event: RequestReceived) -> None:
+        scope = anyio.CancelScope()
+        self._handling[event.request_id] = scope
+        assert self._task_group is not None
+        self._task_group.start_soon(self._handle, event, scope)
+
+    async def _handle(self, event: RequestReceived, scope: anyio.CancelScope) -> None:
+        request_id = event.request_id
+        try:
+            with scope:
+                answer = await self._answer_for(event)
+                if answer is not None:
+                    await self._send_answer(event, answer)
+        finally:
+            if self._handling.get(request_id) is scope:
+                del self._handling[request_id]
+            handled, self._handled = self._handled, anyio.Event()
+            handled.set()
+
+    async def _answer_for(self, event: RequestReceived) -> ResultResponse | ErrorResponse | None:
+        """The answer to one of the peer's requests (``None``: the connection ended)."""
+        request_id = event.request_id
+        try:
+            if event.method == "ping" and self.answer_ping:
+                result: Any = self.session.types.EmptyResult()
+            elif self.request_handler is None:
+                raise RequestError.method_not_found(event.method)
+            else:
+                result = await self.request_handler(event)
+        except RequestError as exc:
+            return ErrorResponse(id=request_id, error=exc.error)
+        except ConnectionClosed:
+            return None
+        except Exception as exc:
+            logger.exception("the handler of %s (id %r) failed", event.method, request_id)
+            return _internal_error(request_id, exc)
+        return ResultResponse(id=request_id, result=result)
+
+    async def _send_answer(
+        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
+    ) -> None:
+        try:
+            await self.send(answer)
+        except LocalProtocolError as exc:
+            # The handler's result breaks a rule (a wrong type, say): answer -32603.
+            logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)
+            if answer.id is not None and answer.id is not UNSET:
+                await self._answer(_internal_error(answer.id, exc))
+        except ConnectionClosed:
+            pass
+
+
+def _internal_error(request_id: RequestId, exc: BaseException) -> ErrorResponse:
+    """-32603 for a handler that failed, naming the exception's type only (its text may
+    hold what the peer should not see)."""
+    return ErrorResponse(
+        id=request_id,
+        error=ErrorObject(
+            code=int(ErrorCode.INTERNAL_ERROR),
+            message="Internal error",
+            data={"exception": type(exc).__name__},
+        ),
+    )
+
+
+def _has_progress_token(request: Any) -> bool:
+    params = getattr(request, "params", None)
+    meta = getattr(params, "meta", None)
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+    return isinstance(meta, dict) and "progressToken" in meta
+
+
+def _answered_id(data: bytes) -> RequestId | None:
+    """The ``id`` of an unreadable response (one with no ``method``), if it has one."""
+    try:
+        members = _RESPONSE_ID.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    request_id = members.id
+    if members.method is not None or isinstance(request_id, bool):
+        return None
+    return request_id if isinstance(request_id, (int, str)) else None

@@ -1,0 +1,446 @@
+"""The MCP server: typed handlers per method, served over any message stream.
+
+A :class:`Server` holds handlers, one per request method (``tools/list``,
+``tools/call``, ``resources/read``, ...). A handler is a coroutine function taking the
+typed request (a generated Struct of the negotiated revision) and a
+:class:`~mcpspec.runtime.connection.context.RequestContext`, and returning the result::
+
+    server = Server("demo", "1.0")
+
+    @server.handler("tools/call")
+    async def call_tool(request, ctx):
+        return ctx.types.CallToolResult(content=[ctx.types.TextContent(text="hi")])
+
+    anyio.run(server.run_stdio)
+
+The server answers ``initialize``, ``server/discover``, ``ping`` and (unless a handler
+is registered for it) ``logging/setLevel`` itself; a method without a handler answers
+-32601; a handler that raises answers -32603 (or the error of a
+:class:`~mcpspec.runtime.connection.errors.RequestError` it raises), and the connection
+goes on. The capabilities it declares follow from the handlers registered, unless
+given. One ``Server`` serves any number of connections (:meth:`Server.serve`, once per
+stream); each has its own session.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import anyio
+import msgspec
+from msgspec import UNSET
+
+import mcpspec
+from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
+from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
+from mcpspec.runtime.server import ServerSession
+
+from .changes import ChangeFeed, agreed_filter
+from .context import LEVELS, InputNeeded, InputState, RequestContext, _Answer
+from .errors import RequestError
+from .peer import Peer
+from .stdio import stdio_server_stream
+from .tools import Tool
+from .transport import MessageStream
+
+__all__ = ["NotificationHandlerFn", "RequestHandlerFn", "Server"]
+
+#: A request handler: the typed request and its context in, the result out.
+RequestHandlerFn = Callable[[Any, RequestContext], Awaitable[Any]]
+#: A notification handler: the typed notification in.
+NotificationHandlerFn = Callable[[Any], Awaitable[None]]
+H = TypeVar("H", bound=RequestHandlerFn)
+N = TypeVar("N", bound=NotificationHandlerFn)
+T = TypeVar("T", bound=Callable[..., Awaitable[Any]])
+
+#: Methods the server answers itself.
+_OWN: Final = frozenset({"initialize", "server/discover", "ping"})
+#: The capability (as a JSON object path and value) each handled method declares.
+_DECLARES: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
+    "tools/list": ("tools", {}),
+    "tools/call": ("tools", {}),
+    "prompts/list": ("prompts", {}),
+    "prompts/get": ("prompts", {}),
+    "resources/list": ("resources", {}),
+    "resources/read": ("resources", {}),
+    "resources/templates/list": ("resources", {}),
+    "resources/subscribe": ("resources", {"subscribe": True}),
+    "resources/unsubscribe": ("resources", {"subscribe": True}),
+    "completion/complete": ("completions", {}),
+    "logging/setLevel": ("logging", {}),
+}
+
+
+@functools.cache
+def _client_methods() -> frozenset[str]:
+    """Every request method a client sends, in any revision."""
+    import importlib
+
+    methods: set[str] = set()
+    for revision in mcpspec.REVISIONS:
+        module = importlib.import_module(mcpspec.module_name(revision))
+        methods.update(module.codec.client_requests)
+    return frozenset(methods)
+
+
+class Server:
+    """An MCP server: handlers by method, identity, capabilities.
+
+    ``name`` and ``version`` are its identity (``info``, an ``Implementation`` or a
+    mapping, replaces them when given); ``instructions`` go to the client at
+    negotiation; ``revisions`` restricts the revisions it accepts (default: all);
+    ``capabilities`` (a ``ServerCapabilities`` or mapping) replaces the ones derived from
+    the handlers; ``logging`` declares the logging capability and answers
+    ``logging/setLevel``, so that ``ctx.log`` reaches clients; ``list_changed`` declares
+    ``listChanged`` for tools, prompts and resources (see :meth:`notify_tools_changed`);
+    ``subscribe`` declares ``resources.subscribe`` and keeps the subscriptions (see
+    :meth:`notify_resource_updated`); both serve ``subscriptions/listen`` in 2026-07-28;
+    ``limits`` bound what a
+    client can make one connection hold (:class:`~mcpspec.runtime.Limits`, the largest
+    message among them).
+    """
+
+    def __init__(
+        self,
+        name: str = "mcpspec-server",
+        version: str = "0.0.0",
+        *,
+        info: Any = None,
+        instructions: str | None = None,
+        revisions: list[str] | tuple[str, ...] | None = None,
+        capabilities: Any = None,
+        logging: bool = True,
+        list_changed: bool = False,
+        subscribe: bool = False,
+        limits: Limits | None = None,
+    ) -> None:
+        self.info: Any = info if info is not None else {"name": name, "version": version}
+        self.instructions = instructions
+        self.revisions = tuple(revisions) if revisions is not None else None
+        self._capabilities = capabilities
+        self.logging = logging
+        self.list_changed = list_changed
+        self.subscribe = subscribe
+        self._connections: set[_Connection] = set()
+        self.limits = limits if limits is not None else DEFAULT_LIMITS
+        self._handlers: dict[str, RequestHandlerFn] = {}
+        self._notification_handlers: dict[str, NotificationHandlerFn] = {}
+        self._tools: dict[str, Tool] = {}
+
+    # -- registration -----------------------------------------------------------------------
+
+    def handler(self, method: str) -> Callable[[H], H]:
+        """Register the decorated coroutine function as the handler of ``method``."""
+
+        def register(fn: H) -> H:
+            self.add_handler(method, fn)
+            return fn
+
+        return register
+
+    def add_handler(self, method: str, fn: RequestHandlerFn) -> None:
+        """Register ``fn`` as the handler of requests of ``method`` (replacing any)."""
+        if method in _OWN:
+            raise ValueError(f"the server answers {method} itself")
+        if method not in _client_methods():
+            raise ValueError(f"{method!r} is not a client request in any revision")
+        if self._tools and method in ("tools/list", "tools/call"):
+            raise ValueError(f"the server answers {method} for the tools declared")
+        self._handlers[method] = fn
+
+    def notification_handler(self, method: str) -> Callable[[N], N]:
+        """Register the decorated coroutine function for the client's notifications of
+        ``method`` (``notifications/roots/list_changed``, ...); it gets the typed
+        notification."""
+
+        def register(fn: N) -> N:
+            self._notification_handlers[method] = fn
+            return fn
+
+        return register
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> Callable[[T], T]:
+        """Declare the decorated coroutine function as a tool (see
+        :mod:`mcpspec.runtime.connection.tools`: the input schema comes from its
+        annotations, the arguments are converted by msgspec). The server then answers
+        ``tools/list`` and ``tools/call`` itself, which excludes handlers of its own for
+        them."""
+
+        def register(fn: T) -> T:
+            self.add_tool(
+                Tool.from_function(
+                    fn, name=name, description=description, title=title, annotations=annotations
+                )
+            )
+            return fn
+
+        return register
+
+    def add_tool(self, tool: Tool) -> None:
+        """Declare ``tool`` (replacing one of the same name)."""
+        own = self._handlers.get("tools/call")
+        if own is not None and own != self._call_tool:
+            raise ValueError("tools/call has a handler of its own: declare tools or handle it")
+        self._tools[tool.name] = tool
+        self._handlers["tools/list"] = self._list_tools
+        self._handlers["tools/call"] = self._call_tool
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The tools declared, by name."""
+        return self._tools
+
+    async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
+        return {"tools": [tool.definition() for tool in self._tools.values()]}
+
+    async def _call_tool(self, request: Any, ctx: RequestContext) -> Any:
+        params = request.params
+        tool = self._tools.get(params.name)
+        if tool is None:
+            raise RequestError.invalid_params(f"unknown tool {params.name!r}")
+        arguments = params.arguments
+        return await tool.call(None if arguments is msgspec.UNSET else arguments, ctx)
+
+    @property
+    def handled(self) -> frozenset[str]:
+        """The methods with a handler."""
+        return frozenset(self._handlers)
+
+    @property
+    def capabilities(self) -> Any:
+        """The capabilities declared: the ones given, else those the handlers imply."""
+        if self._capabilities is not None:
+            return self._capabilities
+        derived: dict[str, dict[str, Any]] = {}
+        methods = set(self._handlers)
+        if self.logging:
+            methods.add("logging/setLevel")
+        if self.subscribe:
+            methods.add("resources/subscribe")
+        for method in sorted(methods):
+            entry = _DECLARES.get(method)
+            if entry is not None:
+                name, value = entry
+                derived.setdefault(name, {}).update(value)
+        if self.list_changed:
+            for name in ("tools", "prompts", "resources"):
+                if name in derived:
+                    derived[name]["listChanged"] = True
+        return derived
+
+    # -- change notifications ---------------------------------------------------------------
+
+    async def notify_tools_changed(self) -> None:
+        """Tell every connected client that takes it that the tool list changed (needs
+        ``list_changed``): on the connection up to 2025-11-25, on each
+        ``subscriptions/listen`` that opted in, in 2026-07-28."""
+        await self._deliver("notifications/tools/list_changed")
+
+    async def notify_prompts_changed(self) -> None:
+        """The prompt list changed (as :meth:`notify_tools_changed`)."""
+        await self._deliver("notifications/prompts/list_changed")
+
+    async def notify_resources_changed(self) -> None:
+        """The resource list changed (as :meth:`notify_tools_changed`)."""
+        await self._deliver("notifications/resources/list_changed")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """The resource ``uri`` changed: tell the clients subscribed to it (needs
+        ``subscribe``; ``resources/subscribe`` up to 2025-11-25, the
+        ``resourceSubscriptions`` of a ``subscriptions/listen`` in 2026-07-28)."""
+        await self._deliver("notifications/resources/updated", uri)
+
+    async def _deliver(self, method: str, uri: str | None = None) -> None:
+        for connection in list(self._connections):
+            if connection.feed is not None:
+                await connection.feed.deliver(method, uri)
+
+    def session(self) -> ServerSession:
+        """A new sans-IO session for one connection of this server."""
+        return ServerSession(
+            self.revisions,
+            info=self.info,
+            capabilities=self.capabilities,
+            instructions=self.instructions,
+            limits=self.limits,
+        )
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def serve(self, stream: MessageStream, *, linger: float = 5.0) -> None:
+        """Serve one connection over ``stream`` until it ends (then the requests in
+        flight get ``linger`` seconds to finish). Closes the stream."""
+        connection = _Connection(self)
+        peer = Peer(
+            connection.session,
+            stream,
+            request_handler=connection.dispatch,
+            notification_handler=connection.on_notification,
+            linger=linger,
+        )
+        connection.peer = peer
+        connection.feed = ChangeFeed(peer)
+        self._connections.add(connection)
+        try:
+            async with peer:
+                await peer.wait_closed()
+        finally:
+            self._connections.discard(connection)
+
+    async def run_stdio(self, *, max_message_size: int | None = None, linger: float = 1.0) -> None:
+        """Serve this process's stdin and stdout until stdin closes, then give the
+        requests in flight ``linger`` seconds to finish (a client closing stdin is
+        shutting the server down: it waits a grace period, then terminates it). Nothing
+        but protocol goes to stdout (anything printed goes to stderr meanwhile). A line
+        over ``max_message_size`` (default: ``limits.max_message_bytes``) is refused
+        unread."""
+        limit = max_message_size if max_message_size is not None else self.limits.max_message_bytes
+        async with stdio_server_stream(max_message_size=limit) as stream:
+            await self.serve(stream, linger=linger)
+
+    def run(self, *, backend: str = "asyncio", linger: float = 1.0) -> None:
+        """Serve stdio until stdin closes (:meth:`run_stdio`), in a new event loop of
+        ``backend`` (``"asyncio"`` or ``"trio"``)."""
+        anyio.run(functools.partial(self.run_stdio, linger=linger), backend=backend)
+
+
+class _Connection:
+    """One connection of a :class:`Server`: its session, peer and state."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.session = server.session()
+        self.peer: Peer[ServerSession] | None = None
+        self.feed: ChangeFeed | None = None
+        #: The rank of the level set by ``logging/setLevel`` (handshake revisions).
+        self.log_threshold: int | None = None
+
+    async def on_notification(self, event: NotificationReceived) -> None:
+        fn = self.server._notification_handlers.get(event.method)
+        if fn is not None:
+            await fn(event.notification)
+
+    async def dispatch(self, event: RequestReceived) -> Any:
+        """The result of one request of the client (raises ``RequestError``)."""
+        session = self.session
+        method = event.method
+        if method == "initialize":
+            return session.initialize_result()
+        if method == "server/discover":
+            return session.discover_result()
+        fn = self.server._handlers.get(method)
+        if fn is None:
+            return await self._built_in(event)
+        peer = self.peer
+        assert peer is not None
+        stateless = session.model == "stateless"
+        answers, kept = self._answers(event) if stateless else ({}, {})
+        ctx = RequestContext(
+            event,
+            peer,
+            scope=peer.cancel_scope_of(event.request_id),
+            client_capabilities=event.client_capabilities
+            if stateless
+            else (peer.ready.peer_capabilities if peer.ready is not None else None),
+            client_info=event.client_info if stateless else session.peer_info,
+            log_threshold=self.log_threshold,
+            answers=answers,
+        )
+        try:
+            result = await fn(event.request, ctx)
+        except InputNeeded as need:
+            state = InputState(answers=kept, asked={need.key: need.method})
+            return session.types.InputRequiredResult(
+                input_requests={need.key: need.request}, request_state=state.encode()
+            )
+        return self._coerce(method, result)
+
+    async def _built_in(self, event: RequestReceived) -> Any:
+        """The answer to a request the server serves itself, when no handler is
+        registered for it (else -32601)."""
+        server, session, feed = self.server, self.session, self.feed
+        method = event.method
+        if method == "logging/setLevel" and server.logging:
+            self.log_threshold = LEVELS.get(event.request.params.level)
+            return session.types.EmptyResult()
+        if method in ("resources/subscribe", "resources/unsubscribe") and server.subscribe:
+            assert feed is not None
+            uri = event.request.params.uri
+            if method == "resources/subscribe":
+                feed.subscribed.add(uri)
+            else:
+                feed.subscribed.discard(uri)
+            return session.types.EmptyResult()
+        if method == "subscriptions/listen" and (server.list_changed or server.subscribe):
+            assert feed is not None and self.peer is not None
+            requested = msgspec.to_builtins(event.request.params.notifications)
+            await feed.acknowledge(event.request_id, agreed_filter(requested, session.capabilities))
+            try:
+                # Open until the client cancels it or goes away.
+                await self.peer.wait_receiving_ended()
+            finally:
+                feed.listeners.pop(event.request_id, None)
+            return session.types.SubscriptionsListenResult()
+        raise RequestError.method_not_found(method)
+
+    def _answers(self, event: RequestReceived) -> tuple[dict[str, Any], dict[str, _Answer]]:
+        """The answers a retried 2026-07-28 request carries, typed and as kept in a
+        ``requestState``: those of earlier rounds (in its ``requestState``) and of the
+        last round (its ``inputResponses``)."""
+        params = event.request.params
+        text = getattr(params, "request_state", UNSET)
+        if text is UNSET:
+            return {}, {}
+        state = InputState.decode(text)
+        codec = self.session.codec
+        answers: dict[str, Any] = {}
+        try:
+            for key, answer in state.answers.items():
+                answers[key] = codec.decode_result(answer.method, answer.result)
+        except Exception:
+            raise RequestError.invalid_params(
+                "requestState is not one this server issued"
+            ) from None
+        fresh = self.session.input_responses(event, state.asked)
+        if isinstance(fresh, ProtocolViolation):
+            raise RequestError(fresh.error)
+        kept = dict(state.answers)
+        raw = params.input_responses
+        for key, value in fresh.items():
+            answers[key] = value
+            kept[key] = _Answer(state.asked[key], raw[key])
+        return answers, kept
+
+    def _coerce(self, method: str, result: Any) -> Any:
+        """``result`` as a result of ``method`` in the session's revision: as it is when
+        it is one, else (a value of another revision, a mapping) through its JSON. A
+        2026-07-28 result that must say how long it may be cached and is given as a
+        mapping without it gets ``ttlMs`` 0 and ``cacheScope`` ``"private"``."""
+        module = self.session.types
+        if isinstance(result, msgspec.Struct) and type(result).__module__ == module.__name__:
+            return result
+        wire = {} if result is None else msgspec.to_builtins(result)
+        if isinstance(wire, dict) and _cached(self.session.codec, method):
+            wire.setdefault("ttlMs", 0)
+            wire.setdefault("cacheScope", "private")
+        return self.session.codec.decode_result(method, msgspec.json.encode(wire))
+
+
+@functools.cache
+def _cached(codec: Any, method: str) -> bool:
+    """Whether results of ``method`` say how long they may be cached (2026-07-28)."""
+    result_type = codec.result_type(method)
+    for cls in typing.get_args(result_type) or (result_type,):
+        if isinstance(cls, type) and "ttl_ms" in getattr(cls, "__struct_fields__", ()):
+            return True
+    return False

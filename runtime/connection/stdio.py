@@ -1,0 +1,312 @@
+"""The stdio transport: one JSON-RPC message per line on a process's stdin and stdout.
+
+Server side, :func:`stdio_server_stream` serves this process's stdin and stdout as a
+:class:`~mcpspec.runtime.connection.transport.MessageStream`. While it is open, file
+descriptor 1 points at stderr, so a stray ``print`` (or a child process) can never
+corrupt the protocol stream; the stream writes to a private copy of the real stdout.
+
+Client side, :func:`launch_server` starts a server command as a subprocess (``args``,
+``env``, ``cwd``; its stderr forwarded, captured or discarded) and yields a
+:class:`ProcessStream` over its stdin and stdout. Closing it shuts the server down as
+the specification says: close its stdin, wait for it to exit; after ``grace`` seconds
+SIGTERM; after ``grace`` more, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.abc
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+from .transport import DEFAULT_MAX_MESSAGE_SIZE, NewlineFramedStream
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "ProcessStream",
+    "StderrMode",
+    "launch_server",
+    "stdio_server_stream",
+]
+
+#: Seconds to wait at each step of shutting a server process down.
+DEFAULT_GRACE: Final = 2.0
+#: How much captured stderr is kept (the newest bytes).
+STDERR_KEPT: Final = 64 * 1024
+
+#: Where a server process's stderr goes: ``"forward"`` (this process's stderr),
+#: ``"capture"`` (kept: :attr:`ProcessStream.stderr`), ``"discard"``, or a callable
+#: that gets each line (bytes, without the newline).
+StderrMode = Literal["forward", "capture", "discard"] | Callable[[bytes], None]
+
+
+# -- server side ---------------------------------------------------------------------------------
+
+
+class _FdReceiveStream(ByteReceiveStream):
+    """Reads a file descriptor without blocking the event loop (POSIX: non-blocking
+    reads and ``anyio.wait_readable``)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        with suppress(OSError):
+            os.set_blocking(self._fd, self._was_blocking)
+
+
+class _FdSendStream(ByteSendStream):
+    """Writes a file descriptor without blocking the event loop."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        with suppress(OSError):
+            os.set_blocking(self._fd, self._was_blocking)
+
+
+class _ThreadReceiveStream(ByteReceiveStream):
+    """Reads a binary file in a worker thread (where file descriptors cannot be waited
+    on: Windows)."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data: bytes = await anyio.to_thread.run_sync(
+            self._file.read1, max_bytes, abandon_on_cancel=True
+        )
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _ThreadSendStream(ByteSendStream):
+    """Writes a binary file in a worker thread."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def _write(self, item: bytes) -> None:
+        self._file.write(item)
+        self._file.flush()
+
+    async def send(self, item: bytes) -> None:
+        await anyio.to_thread.run_sync(self._write, item)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@asynccontextmanager
+async def stdio_server_stream(
+    *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> AsyncIterator[NewlineFramedStream]:
+    """This process's stdin and stdout as a message stream, for a server.
+
+    Inside the block, file descriptor 1 and ``sys.stdout`` point at stderr (output
+    that is not protocol goes to the log); the stream writes to the real stdout. Both
+    are restored on exit.
+    """
+    sys.stdout.flush()
+    if os.name == "nt":  # pragma: no cover - no file descriptor waiting on Windows
+        stream = NewlineFramedStream(
+            _ThreadReceiveStream(sys.stdin.buffer),
+            _ThreadSendStream(sys.stdout.buffer),
+            max_message_size=max_message_size,
+        )
+        try:
+            yield stream
+        finally:
+            await stream.aclose()
+        return
+    protocol_out = os.dup(1)
+    saved_stdout = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stream = NewlineFramedStream(
+        _FdReceiveStream(0),
+        _FdSendStream(protocol_out),
+        max_message_size=max_message_size,
+    )
+    try:
+        yield stream
+    finally:
+        await stream.aclose()
+        sys.stdout = saved_stdout
+        with suppress(OSError):
+            os.dup2(protocol_out, 1)  # fd 1 back to the real stdout
+        with suppress(OSError):
+            os.close(protocol_out)
+
+
+# -- client side ---------------------------------------------------------------------------------
+
+
+class ProcessStream(NewlineFramedStream):
+    """A server subprocess's stdin and stdout as a message stream (see
+    :func:`launch_server`). ``process`` is the anyio process; :attr:`stderr` what was
+    captured of its stderr (with ``stderr="capture"``)."""
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        *,
+        max_message_size: int,
+        grace: float,
+    ) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        super().__init__(process.stdout, process.stdin, max_message_size=max_message_size)
+        self.process = process
+        self.grace = grace
+        self._stderr = bytearray()
+        self._shut = False
+
+    @property
+    def stderr(self) -> bytes:
+        """The captured stderr (its newest bytes, up to 64 KiB)."""
+        return bytes(self._stderr)
+
+    @property
+    def returncode(self) -> int | None:
+        """The process's exit status, once it exited."""
+        return self.process.returncode
+
+    def _keep_stderr(self, data: bytes) -> None:
+        self._stderr += data
+        if len(self._stderr) > STDERR_KEPT:
+            del self._stderr[: len(self._stderr) - STDERR_KEPT]
+
+    async def aclose(self) -> None:
+        """Shut the server down: close its stdin and wait for it to exit; then SIGTERM
+        and wait; then SIGKILL. Idempotent."""
+        if self._shut:
+            return
+        self._shut = True
+        process = self.process
+        with anyio.CancelScope(shield=True):
+            assert process.stdin is not None
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await process.stdin.aclose()
+            for signal in (process.terminate, process.kill):
+                with anyio.move_on_after(self.grace):
+                    await process.wait()
+                if process.returncode is not None:
+                    break
+                with suppress(ProcessLookupError):
+                    signal()
+            await process.wait()
+            await super().aclose()
+
+
+async def _pump_stderr(
+    receiver: ByteReceiveStream, stream: ProcessStream, mode: StderrMode, done: anyio.Event
+) -> None:
+    """Read the server's stderr to its end: keep it, or pass each line on."""
+    try:
+        await _read_stderr(receiver, stream, mode)
+    finally:
+        done.set()
+
+
+async def _read_stderr(
+    receiver: ByteReceiveStream, stream: ProcessStream, mode: StderrMode
+) -> None:
+    pending = b""
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        while True:
+            data = await receiver.receive()
+            if mode == "capture":
+                stream._keep_stderr(data)
+                continue
+            assert callable(mode)
+            lines = (pending + data).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                mode(line)
+    if pending and callable(mode):
+        mode(pending)
+
+
+@asynccontextmanager
+async def launch_server(
+    command: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: StderrMode = "forward",
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    grace: float = DEFAULT_GRACE,
+) -> AsyncIterator[ProcessStream]:
+    """Start ``command`` with ``args`` as a stdio server and yield its message stream.
+
+    ``env`` is the server's whole environment (``None``: this process's); ``cwd`` its
+    working directory; ``stderr`` where its log goes (:data:`StderrMode`). On exit the
+    server is shut down (:meth:`ProcessStream.aclose`), whatever happened inside.
+    """
+    piped = stderr not in ("forward", "discard")
+    process = await anyio.open_process(
+        [os.fspath(command), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if piped else (subprocess.DEVNULL if stderr == "discard" else None),
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
+    stream = ProcessStream(process, max_message_size=max_message_size, grace=grace)
+    try:
+        async with anyio.create_task_group() as task_group:
+            pumped = anyio.Event()
+            if piped:
+                assert process.stderr is not None
+                task_group.start_soon(_pump_stderr, process.stderr, stream, stderr, pumped)
+            try:
+                yield stream
+            finally:
+                await stream.aclose()
+                # The rest of the log, unless a child of the server keeps stderr open.
+                with anyio.move_on_after(grace if piped else 0):
+                    await pumped.wait()
+                task_group.cancel_scope.cancel()
+    finally:
+        await stream.aclose()

@@ -1,0 +1,79 @@
+"""Helpers of the connection tests: a server and a hand-driven client peer connected in
+memory, and requests of the negotiated revision."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpspec.runtime import ClientSession
+from mcpspec.runtime.connection import (
+    NotificationHandler,
+    Peer,
+    RequestHandler,
+    Server,
+    memory_pair,
+)
+
+REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+#: Generous bound on a whole test: only a hang reaches it (never a measure of speed).
+HANG_GUARD = 30
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@asynccontextmanager
+async def connected(
+    server: Server,
+    mode: str,
+    *,
+    capabilities: Any = None,
+    request_handler: RequestHandler | None = None,
+    notification_handler: NotificationHandler | None = None,
+    linger: float = 5.0,
+) -> AsyncIterator[Peer[ClientSession]]:
+    """A client peer (a ``ClientSession`` in ``mode``) negotiated with ``server`` over
+    an in-memory pair; leaving closes the client's end, which ends the server's."""
+    server_end, client_end = memory_pair()
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(partial(server.serve, server_end, linger=linger))
+            session = ClientSession(mode=mode, capabilities=capabilities)  # type: ignore[arg-type]
+            async with Peer(
+                session,
+                client_end,
+                request_handler=request_handler,
+                notification_handler=notification_handler,
+            ) as peer:
+                await peer.open()
+                yield peer
+
+
+def call_tool(peer: Peer[ClientSession], name: str, arguments: Any = None, **meta: Any) -> Any:
+    """A ``tools/call`` request of the peer's revision (``meta`` goes to ``_meta``)."""
+    t = peer.session.types
+    params = t.CallToolRequestParams(name=name, arguments=arguments or {})
+    if meta:
+        params = t.CallToolRequestParams(name=name, arguments=arguments or {}, meta=meta)
+    return t.CallToolRequest(id=peer.next_id(), params=params)
+
+
+def list_tools(peer: Peer[ClientSession]) -> Any:
+    """A ``tools/list`` request of the peer's revision."""
+    t = peer.session.types
+    if peer.session.model == "stateless":
+        return t.ListToolsRequest(id=peer.next_id(), params=t.PaginatedRequestParams())
+    return t.ListToolsRequest(id=peer.next_id())
+
+
+def text_of(result: Any) -> str:
+    """The text of a result's first content block."""
+    return str(result.content[0].text)

@@ -1,0 +1,1 @@
+"""Peer programs the connection tests start as subprocesses."""

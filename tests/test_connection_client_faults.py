@@ -1,0 +1,378 @@
+"""Faults the Client survives or reports: answers that break the schema, error
+responses, a stream that ends or a server process that exits or is killed mid-request
+(every pending call raises ConnectionClosed at once), lines that are not JSON-RPC,
+refused or stalled negotiation, endless pagination or input rounds, and the stdio
+shutdown sequence (close stdin, then SIGTERM, then SIGKILL)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpspec.runtime import ProtocolViolation, Rule
+from mcpspec.runtime.connection import (
+    ConnectionClosed,
+    MemoryMessageStream,
+    NegotiationRefused,
+    NewlineFramedStream,
+    RequestError,
+    ResponseViolation,
+    memory_byte_pipe,
+    memory_pair,
+)
+from mcpspec.runtime.connection.client import (
+    MAX_INPUT_ROUNDS,
+    Client,
+    InputRoundsExceeded,
+    ServerRequestContext,
+)
+from mcpspec.runtime.connection.context import RequestContext
+from mcpspec.runtime.connection.server import Server
+
+pytestmark = pytest.mark.anyio
+
+FAULTY = Path(__file__).resolve().parent / "peers" / "client_faulty_server.py"
+#: A hang guard for waits on events the test itself causes (never a timed assertion).
+GUARD = 20
+INITIALIZE_RESULT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "scripted", "version": "1"},
+}
+
+Reply = Callable[[dict[str, Any], MemoryMessageStream], Awaitable[None]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode()
+
+
+async def scripted(stream: MemoryMessageStream, reply: Reply) -> None:
+    """A server that answers ``initialize`` and gives every later request to ``reply``."""
+    try:
+        while True:
+            message = json.loads(await stream.receive())
+            if message.get("method") == "initialize":
+                result = {"jsonrpc": "2.0", "id": message["id"], "result": INITIALIZE_RESULT}
+                await stream.send(encode(result))
+            elif "id" in message and "method" in message:
+                await reply(message, stream)
+    except ConnectionClosed:
+        pass
+
+
+async def echo_or(reply: Reply, message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    """Answer tool ``echo``; give other requests to ``reply``."""
+    if message["params"].get("name") == "echo":
+        text = message["params"]["arguments"]["text"]
+        result = {"content": [{"type": "text", "text": text}]}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+    else:
+        await reply(message, stream)
+
+
+# -- in memory ------------------------------------------------------------------------------
+
+
+async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on() -> None:
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        bad = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": "not a list"}}
+        await stream.send(encode(bad))
+
+    client_end, server_end = memory_pair()
+    violations: list[ProtocolViolation] = []
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, lambda m, s: echo_or(reply, m, s))
+        async with Client.over(
+            client_end, mode="2025-11-25", on_violation=violations.append
+        ) as client:
+            with pytest.raises(ResponseViolation) as broken:
+                await client.call_tool("bad")
+            assert broken.value.violation.rule is Rule.INVALID_RESULT
+            assert broken.value.violation.path == "$.result.content"
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+    assert [v.rule for v in violations] == [Rule.INVALID_RESULT]
+
+
+async def test_an_error_response_raises_request_error() -> None:
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        error = {"code": -32000, "message": "busy", "data": {"retry": True}}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with pytest.raises(RequestError) as refused:
+                await client.call_tool("anything")
+    error = refused.value
+    assert (error.code, error.message, error.data, error.method) == (
+        -32000,
+        "busy",
+        {"retry": True},
+        "tools/call",
+    )
+
+
+async def test_the_stream_ending_fails_every_pending_call_at_once() -> None:
+    arrived: list[Any] = []
+
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        arrived.append(message["id"])
+        if len(arrived) == 3:
+            await stream.aclose()  # the server goes away with three calls pending
+
+    client_end, server_end = memory_pair()
+    outcomes: list[BaseException] = []
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+
+            async def call() -> None:
+                try:
+                    await client.call_tool("wait")
+                except ConnectionClosed as exc:
+                    outcomes.append(exc)
+
+            with anyio.fail_after(GUARD):
+                async with anyio.create_task_group() as calls:
+                    for _ in range(3):
+                        calls.start_soon(call)
+            assert client.closed
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("echo", {"text": "x"})
+    assert len(outcomes) == 3
+
+
+async def test_a_line_that_is_not_json_rpc_is_reported_and_the_connection_goes_on() -> None:
+    to_server, server_reads = memory_byte_pipe()
+    server_writes, from_server = memory_byte_pipe()
+    client_end = NewlineFramedStream(from_server, to_server)
+    server_end = NewlineFramedStream(server_reads, server_writes)
+    violations: list[ProtocolViolation] = []
+
+    async def serve() -> None:
+        while True:
+            try:
+                message = json.loads(await server_end.receive())
+            except ConnectionClosed:
+                return
+            if message.get("method") == "initialize":
+                result = {"jsonrpc": "2.0", "id": message["id"], "result": INITIALIZE_RESULT}
+                await server_end.send(encode(result))
+            elif message.get("method") == "tools/call":
+                await server_end.send(b"Traceback (most recent call last): not JSON-RPC")
+                await server_end.send(b'{"jsonrpc": "2.0", "method": 5}')
+                result = {"content": [{"type": "text", "text": "fine"}]}
+                await server_end.send(
+                    encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                )
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(serve)
+        async with Client.over(
+            client_end, mode="2025-11-25", on_violation=violations.append
+        ) as client:
+            assert (await client.call_tool("anything")).text == "fine"
+    assert [v.rule for v in violations] == [Rule.PARSE_ERROR, Rule.INVALID_REQUEST]
+
+
+async def test_a_refused_initialize_raises_negotiation_refused() -> None:
+    client_end, server_end = memory_pair()
+
+    async def refuse() -> None:
+        message = json.loads(await server_end.receive())
+        error = {"code": -32602, "message": "Unsupported protocol version"}
+        await server_end.send(encode({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(refuse)
+        client = Client.over(client_end, mode="legacy")
+        with pytest.raises(NegotiationRefused) as refused:
+            await client.__aenter__()
+    assert refused.value.event.error.code == -32602
+    assert client.closed
+
+
+async def test_a_client_pinned_to_2026_is_refused_by_a_handshake_server() -> None:
+    server = Server("old", revisions=["2025-11-25"])
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(server.serve, server_end)
+        with pytest.raises(NegotiationRefused) as refused:
+            async with Client.over(client_end, mode="2026-07-28"):
+                pass
+    assert refused.value.event.rule is Rule.METHOD_NOT_FOUND
+
+
+async def test_a_silent_server_times_negotiation_out() -> None:
+    client_end, _server_end = memory_pair()
+    with pytest.raises(TimeoutError):
+        async with Client.over(client_end, mode="2025-11-25", open_timeout=0.01):
+            pass
+
+
+async def test_a_repeated_cursor_ends_pagination_with_a_violation() -> None:
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "nextCursor": "c"}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with pytest.raises(ResponseViolation, match="repeated cursor 'c'"):
+                await client.list_tools()
+            pages = client.tool_pages()
+            assert [t.name for t in (await anext(pages)).tools] == ["t"]
+            await pages.aclose()  # stopping early is fine
+
+
+async def test_endless_input_rounds_end() -> None:
+    server = Server("curious")
+    rounds: list[str] = []
+
+    @server.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        while True:  # never satisfied
+            await ctx.elicit(message="more?", requested_schema={"properties": {}})
+
+    async def answer(params: Any, ctx: ServerRequestContext) -> Any:
+        rounds.append(str(ctx.input_key))
+        return {"action": "decline"}
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(server.serve, server_end)
+        async with Client.over(client_end, mode="2026-07-28", elicitation=answer) as client:
+            with pytest.raises(InputRoundsExceeded):
+                await client.call_tool("ask")
+            assert client.session.outstanding == frozenset()
+    assert len(rounds) == MAX_INPUT_ROUNDS
+
+
+# -- a real server process ------------------------------------------------------------------------
+
+
+def faulty(*behaviours: str, **options: Any) -> Client:
+    options.setdefault("mode", "2025-11-25")
+    options.setdefault("stderr", "capture")
+    return Client.stdio(sys.executable, [str(FAULTY), *behaviours], **options)
+
+
+@pytest.mark.parametrize("how", ["exits", "is killed"])
+async def test_a_server_that_dies_mid_request_fails_every_pending_call(how: str) -> None:
+    outcomes: list[BaseException] = []
+    with anyio.fail_after(GUARD):
+        async with faulty() as client:
+
+            async def call(name: str) -> None:
+                try:
+                    await client.call_tool(name)
+                except ConnectionClosed as exc:
+                    outcomes.append(exc)
+
+            async with anyio.create_task_group() as calls:
+                for _ in range(3):
+                    calls.start_soon(call, "wait")
+                await anyio.wait_all_tasks_blocked()
+                if how == "exits":
+                    calls.start_soon(call, "exit")
+                else:
+                    client.transport.process.kill()
+            assert client.closed
+    assert len(outcomes) == (4 if how == "exits" else 3)
+    expected = 3 if how == "exits" else -signal.SIGKILL
+    assert client.transport.returncode == expected
+
+
+async def test_a_line_on_stdout_that_is_not_json_rpc_is_reported() -> None:
+    violations: list[ProtocolViolation] = []
+    with anyio.fail_after(GUARD):
+        async with faulty(on_violation=violations.append) as client:
+            assert (await client.call_tool("garbage")).text == "garbage"
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+    assert [v.rule for v in violations] == [Rule.PARSE_ERROR]
+
+
+async def test_an_oversized_line_is_refused_and_the_connection_goes_on() -> None:
+    violations: list[ProtocolViolation] = []
+    logs: list[Any] = []
+    with anyio.fail_after(GUARD):
+        async with faulty(
+            on_violation=violations.append, on_log=logs.append, max_message_size=1_000_000
+        ) as client:
+            assert (await client.call_tool("huge")).text == "huge"
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+    assert [v.rule for v in violations] == [Rule.LIMIT_EXCEEDED]
+    assert "1000000" in violations[0].reason and logs == []
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "returncode"),
+    [(None, 0), ("stay", -signal.SIGTERM), ("stay-hard", -signal.SIGKILL)],
+)
+async def test_closing_closes_stdin_then_terminates_then_kills(
+    behaviour: str | None, returncode: int
+) -> None:
+    behaviours = () if behaviour is None else (behaviour,)
+    with anyio.fail_after(GUARD):
+        async with faulty(*behaviours, grace=0.2, mode="auto") as client:
+            assert client.revision == "2025-11-25"  # auto: -32601 to the probe, then initialize
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+    assert client.transport.returncode == returncode
+    assert b"faulty server up" in client.transport.stderr
+
+
+async def test_stderr_lines_can_go_to_a_callable() -> None:
+    lines: list[bytes] = []
+    with anyio.fail_after(GUARD):
+        async with faulty(stderr=lines.append) as client:
+            await client.call_tool("echo", {"text": "hi"})
+    assert lines == [b"faulty server up"]
+
+
+async def test_a_request_right_after_initialized_is_answered() -> None:
+    client_end, server_end = memory_pair()
+    answered: list[Any] = []
+    done = anyio.Event()
+
+    async def serve() -> None:
+        while True:
+            message = json.loads(await server_end.receive())
+            if message.get("method") == "initialize":
+                result = dict(INITIALIZE_RESULT, capabilities={})
+                await server_end.send(
+                    encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                )
+            elif message.get("method") == "notifications/initialized":
+                # Ask at once: the client may not have returned from negotiation yet.
+                await server_end.send(
+                    encode({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"})
+                )
+                answered.append(json.loads(await server_end.receive()))
+                done.set()
+                return
+
+    async def roots(params: Any, ctx: ServerRequestContext) -> Any:
+        assert params is None and ctx.request_id == "r1" and ctx.revision == "2025-11-25"
+        return {"roots": [{"uri": "file:///r"}]}
+
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(serve)
+            async with Client.over(client_end, mode="2025-11-25", roots=roots):
+                await done.wait()
+    assert answered == [{"jsonrpc": "2.0", "id": "r1", "result": {"roots": [{"uri": "file:///r"}]}}]

@@ -1,0 +1,181 @@
+"""The official Python SDK's client (``mcp==2.3.0``) driving an mcpspec stdio server
+(``tests/peers/mcpspec_server.py``, a real subprocess) in each handshake revision and in
+its modes ``legacy``, ``auto`` and ``2026-07-28``: list, call with progress, read, get,
+complete, ping, cancel, a failing handler, and an elicitation round trip."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip(
+    "mcp.client.stdio",
+    reason="the official Python SDK (mcp==2.3.0) is not installed; `nox -s interop` installs it",
+)
+
+import mcp.types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+
+pytestmark = [pytest.mark.interop, pytest.mark.anyio]
+
+SERVER = Path(__file__).parent / "peers" / "mcpspec_server.py"
+#: Generous bound on a whole scenario: only a hang reaches it (never a measure of speed).
+HANG_GUARD = 60
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def sdk_client(
+    mode: str, revisions: str | None = None, *, backend: str = "asyncio", **options: Any
+) -> AsyncIterator[Client]:
+    args = [str(SERVER), "--backend", backend]
+    if revisions is not None:
+        args += ["--revisions", revisions]
+    params = StdioServerParameters(command=sys.executable, args=args)
+    with anyio.fail_after(HANG_GUARD):
+        async with Client(params, mode=mode, **options) as client:
+            yield client
+
+
+async def elicit_name(context: Any, params: Any) -> types.ElicitResult:
+    assert params.message == "Your name?"
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+#: (mode, the revisions the server accepts, the revision expected, the server's backend)
+CONFIGS = [
+    ("legacy", "2024-11-05", "2024-11-05", "asyncio"),
+    ("legacy", "2025-03-26", "2025-03-26", "asyncio"),
+    ("legacy", "2025-06-18", "2025-06-18", "asyncio"),
+    ("legacy", "2025-11-25", "2025-11-25", "asyncio"),
+    ("legacy", None, "2025-11-25", "trio"),
+    ("auto", None, "2026-07-28", "asyncio"),
+    ("auto", "2025-06-18", "2025-06-18", "asyncio"),
+    ("auto", None, "2026-07-28", "trio"),
+    ("2026-07-28", None, "2026-07-28", "asyncio"),
+]
+
+
+def _id(config: tuple[str, str | None, str, str]) -> str:
+    mode, revisions, _, backend = config
+    return f"{mode}-{revisions or 'all'}-{backend}"
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+async def test_sdk_client_scenarios(config: tuple[str, str | None, str, str]) -> None:
+    mode, revisions, expected, backend = config
+    async with sdk_client(mode, revisions, backend=backend) as client:
+        assert client.protocol_version == expected
+        if mode != "2026-07-28":  # a pinned client skips discovery: no server identity
+            assert client.server_info is not None and client.server_info.name == "mcpspec-fixture"
+        # list and call
+        tools = await client.list_tools()
+        assert [tool.name for tool in tools.tools][:2] == ["echo", "add"]
+        result = await client.call_tool("add", {"a": 2, "b": 40})
+        assert result.content[0].text == "42" and not result.is_error
+        # progress, then cancellation of the call in flight
+        progress: list[tuple[float, float | None]] = []
+        started = anyio.Event()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append((value, total))
+            started.set()
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(
+                lambda: client.call_tool("slow", {}, progress_callback=on_progress)
+            )
+            await started.wait()
+            task_group.cancel_scope.cancel()
+        assert progress == [(1, 2)]
+        cancelled = await client.call_tool("cancelled", {})
+        assert cancelled.content[0].text == "1"  # the server's handler was cancelled
+        # a failing handler: -32603, and the connection goes on
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("fail", {})
+        assert caught.value.error.code == -32603
+        # resources, prompts, completion
+        resources = await client.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["test://static"]
+        read = await client.read_resource("test://static")
+        assert read.contents[0].text == "static text"
+        prompts = await client.list_prompts()
+        assert [p.name for p in prompts.prompts] == ["greet"]
+        prompt = await client.get_prompt("greet", {"name": "Ada"})
+        assert prompt.messages[0].content.text == "Greet Ada"
+        if expected >= "2025-03-26":  # completions came with 2025-03-26
+            completion = await client.complete(
+                types.PromptReference(type="ref/prompt", name="greet"),
+                {"name": "name", "value": "A"},
+            )
+            assert completion.completion.values == ["Ada", "Alan"]
+        if expected != "2026-07-28":  # ping is gone in 2026-07-28
+            with pytest.warns(MCPDeprecationWarning):
+                await client.send_ping()
+        echo = await client.call_tool("echo", {"message": "still here"})
+        assert echo.content[0].text == "still here"
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("legacy", "2025-11-25"), ("auto", "2026-07-28"), ("2026-07-28", "2026-07-28")],
+)
+async def test_sdk_client_elicitation_round_trip(mode: str, expected: str) -> None:
+    async with sdk_client(mode, elicitation_callback=elicit_name) as client:
+        assert client.protocol_version == expected
+        result = await client.call_tool("ask", {})
+        assert result.content[0].text == "Hello, Ada!"
+
+
+async def test_sdk_client_change_notifications_in_a_handshake_revision() -> None:
+    received: list[Any] = []
+    both = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        received.append(message)
+        if len(received) == 2:
+            both.set()
+
+    async with sdk_client("legacy", message_handler=on_message) as client:
+        with pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource("test://static")
+        result = await client.call_tool("touch", {})
+        assert result.content[0].text == "touched"
+        await both.wait()
+    assert [type(m).__name__ for m in received] == [
+        "ToolListChangedNotification",
+        "ResourceUpdatedNotification",
+    ]
+    assert received[1].params.uri == "test://static"
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+async def test_sdk_client_listens_in_2026_07_28(mode: str) -> None:
+    async with (
+        sdk_client(mode) as client,
+        client.listen(
+            tools_list_changed=True,
+            resource_subscriptions=["test://static"],
+        ) as subscription,
+    ):
+        honored = subscription.honored
+        assert honored.tools_list_changed is True
+        assert honored.resource_subscriptions == ["test://static"]
+        assert not honored.prompts_list_changed  # not asked for
+        await client.call_tool("touch", {})
+        first = await subscription.__anext__()
+        second = await subscription.__anext__()
+    assert type(first).__name__ == "ToolsListChanged"
+    assert type(second).__name__ == "ResourceUpdated" and second.uri == "test://static"

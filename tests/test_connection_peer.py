@@ -1,0 +1,274 @@
+"""The peer core against hand-written wire traffic: lines that are not JSON-RPC, lines
+over the limit, answers that break the schema, error responses, and the connection
+closing under requests in flight."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from mcpspec.runtime import ClientSession, ProtocolViolation, Rule
+from mcpspec.runtime.connection import (
+    ConnectionClosed,
+    MemoryMessageStream,
+    NegotiationRefused,
+    NewlineFramedStream,
+    Peer,
+    RequestError,
+    ResponseViolation,
+    Server,
+    memory_byte_pipe,
+    memory_pair,
+)
+
+from .connection_kit import HANG_GUARD, anyio_backend  # noqa: F401 - a fixture
+from .test_connection_server import Fixture
+
+pytestmark = pytest.mark.anyio
+
+
+class RawClient:
+    """The client end of a framed byte connection to a server, written and read by
+    hand: raw lines, and a ``ClientSession`` to make and read messages."""
+
+    def __init__(self, revision: str) -> None:
+        self.session = ClientSession(mode=revision)  # type: ignore[arg-type]
+        to_server, self.server_in = memory_byte_pipe()
+        self.server_out, from_server = memory_byte_pipe()
+        self.writer = to_server
+        self.lines = NewlineFramedStream(from_server, to_server)
+
+    async def write(self, line: bytes) -> None:
+        await self.writer.send(line + b"\n")
+
+    async def read(self) -> dict[str, Any]:
+        message: dict[str, Any] = msgspec.json.decode(await self.lines.receive())
+        return message
+
+    async def handshake(self) -> None:
+        await self.write(self.session.start())
+        events = self.session.receive(await self.lines.receive())
+        for event in events:
+            data = getattr(event, "data", None)
+            if data is not None:
+                await self.write(data)
+        assert self.session.revision is not None
+
+    async def call(self, name: str) -> dict[str, Any]:
+        t = self.session.types
+        request = t.CallToolRequest(
+            id=self.session.next_id(), params=t.CallToolRequestParams(name=name, arguments={})
+        )
+        await self.write(self.session.send(request))
+        return await self.read()
+
+
+@asynccontextmanager
+async def serving_raw(revision: str, *, max_message_size: int) -> AsyncIterator[RawClient]:
+    fixture = Fixture()
+    raw = RawClient(revision)
+    stream = NewlineFramedStream(
+        raw.server_in, raw.server_out, max_message_size=max_message_size, read_size=256
+    )
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(fixture.server.serve, stream)
+            yield raw
+            await raw.writer.aclose()
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_an_oversized_line_is_refused_and_the_connection_goes_on(revision: str) -> None:
+    async with serving_raw(revision, max_message_size=2000) as raw:
+        await raw.write(b'{"jsonrpc": "2.0", "id": 99, "method": "ping", "pad": "' + b"x" * 50_000)
+        refusal = await raw.read()
+        assert refusal["id"] is None and refusal["error"]["code"] == -32600
+        assert refusal["error"]["data"]["limit"] == 2000
+        await raw.handshake()
+        answer = await raw.call("echo")
+        assert answer["result"]["content"][0]["text"] == "None"
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2026-07-28"])
+async def test_lines_that_are_not_json_rpc_are_answered_and_the_connection_goes_on(
+    revision: str,
+) -> None:
+    async with serving_raw(revision, max_message_size=10_000) as raw:
+        await raw.handshake()
+        await raw.write(b"hello, this is not JSON")
+        assert (await raw.read())["error"]["code"] == -32700
+        await raw.write(b'{"jsonrpc": "2.0", "id": 5}')
+        refusal = await raw.read()
+        assert (refusal["id"], refusal["error"]["code"]) == (5, -32600)
+        await raw.write(b"[1, 2")
+        assert (await raw.read())["error"]["code"] == -32700
+        answer = await raw.call("echo")
+        assert "result" in answer
+
+
+class RawServer:
+    """The server end of an in-memory connection, written by hand."""
+
+    def __init__(self, stream: MemoryMessageStream) -> None:
+        self.stream = stream
+
+    async def next_request(self) -> dict[str, Any]:
+        message: dict[str, Any] = msgspec.json.decode(await self.stream.receive())
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stream.send(msgspec.json.encode(message))
+
+
+@asynccontextmanager
+async def stateless_client(
+    violations: list[ProtocolViolation] | None = None,
+) -> AsyncIterator[tuple[Peer[ClientSession], RawServer]]:
+    """A client pinned to 2026-07-28 (it may send at once) and a hand-written server."""
+    client_end, server_end = memory_pair()
+    session = ClientSession(mode="2026-07-28")
+    handler = violations.append if violations is not None else None
+    with anyio.fail_after(HANG_GUARD):
+        async with Peer(session, client_end, violation_handler=handler) as peer:
+            yield peer, RawServer(server_end)
+
+
+def tools_list(peer: Peer[ClientSession]) -> Any:
+    t = peer.session.types
+    return t.ListToolsRequest(id=peer.next_id(), params=t.PaginatedRequestParams())
+
+
+async def _outcome(peer: Peer[ClientSession], request: Any, into: list[Any]) -> None:
+    try:
+        into.append(await peer.request(request))
+    except Exception as exc:
+        into.append(exc)
+
+
+async def test_an_answer_that_breaks_the_schema_raises_a_violation() -> None:
+    violations: list[ProtocolViolation] = []
+    async with stateless_client(violations) as (client, server):
+        outcomes: list[Any] = []
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            request = await server.next_request()
+            await server.send({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": 5}})
+        [error] = outcomes
+        assert isinstance(error, ResponseViolation)
+        assert error.violation.rule is Rule.INVALID_RESULT
+        assert error.request_id == request["id"]
+        assert [v.rule for v in violations] == [Rule.INVALID_RESULT]
+
+
+async def test_an_unreadable_answer_ends_its_request() -> None:
+    async with stateless_client([]) as (client, server):
+        outcomes: list[Any] = []
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            request = await server.next_request()
+            await server.send({"jsonrpc": "2.0", "id": request["id"], "result": 5})
+        [error] = outcomes
+        assert isinstance(error, ResponseViolation)
+
+
+async def test_an_error_response_raises_request_error() -> None:
+    async with stateless_client() as (client, server):
+        outcomes: list[Any] = []
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            request = await server.next_request()
+            error = {"code": -32001, "message": "nope", "data": [1]}
+            await server.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
+        [raised] = outcomes
+        assert isinstance(raised, RequestError)
+        assert (raised.code, raised.message, raised.data) == (-32001, "nope", [1])
+        assert (raised.request_id, raised.method) == (request["id"], "tools/list")
+
+
+async def test_the_connection_closing_fails_every_pending_request_at_once() -> None:
+    async with stateless_client() as (client, server):
+        outcomes: list[Any] = []
+        async with anyio.create_task_group() as task_group:
+            for _ in range(3):
+                task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            for _ in range(3):
+                await server.next_request()
+            await server.stream.aclose()
+        assert len(outcomes) == 3
+        assert all(isinstance(o, ConnectionClosed) for o in outcomes)
+        with pytest.raises(ConnectionClosed):
+            await client.request(tools_list(client))
+        assert client.closed
+
+
+async def test_leaving_the_peer_fails_requests_still_waiting() -> None:
+    outcomes: list[Any] = []
+    client_end, server_end = memory_pair()
+    with anyio.fail_after(HANG_GUARD):
+        async with (
+            anyio.create_task_group() as task_group,
+            Peer(ClientSession(mode="2026-07-28"), client_end) as client,
+        ):
+            task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            await RawServer(server_end).next_request()
+    assert len(outcomes) == 1 and isinstance(outcomes[0], ConnectionClosed)
+
+
+async def test_a_cancelled_request_is_cancelled_on_the_wire() -> None:
+    async with stateless_client() as (client, server):
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(_outcome, client, tools_list(client), [])
+                request = await server.next_request()
+                scope.cancel()
+        cancelled = await server.next_request()
+        assert cancelled["method"] == "notifications/cancelled"
+        assert cancelled["params"]["requestId"] == request["id"]
+        # The late answer is ignored; the next request is answered as usual.
+        await server.send({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}})
+        outcomes: list[Any] = []
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(_outcome, client, tools_list(client), outcomes)
+            again = await server.next_request()
+            result = {"tools": [], "ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
+            await server.send({"jsonrpc": "2.0", "id": again["id"], "result": result})
+        assert outcomes[0].tools == []
+
+
+async def test_open_raises_negotiation_refused_when_no_revision_fits() -> None:
+    server = Server(revisions=["2026-07-28"])
+    server_end, client_end = memory_pair()
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(server.serve, server_end)
+            async with Peer(ClientSession(mode="2025-11-25"), client_end) as client:
+                with pytest.raises(NegotiationRefused) as caught:
+                    await client.open()
+                assert caught.value.event.error.code == -32601
+                assert client.ready is None
+
+
+async def test_open_raises_connection_closed_when_the_stream_ends_first() -> None:
+    client_end, server_end = memory_pair()
+    outcome: list[BaseException] = []
+    with anyio.fail_after(HANG_GUARD):
+        async with Peer(ClientSession(mode="2025-11-25"), client_end) as client:
+
+            async def opening() -> None:
+                try:
+                    await client.open()
+                except ConnectionClosed as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(opening)
+                await RawServer(server_end).next_request()  # initialize, never answered
+                await server_end.aclose()
+            await client.wait_closed()
+            assert client.closed and client.ready is None
+    assert len(outcome) == 1

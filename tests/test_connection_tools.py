@@ -1,0 +1,116 @@
+"""Tools declared from typed functions: schemas from annotations, arguments converted
+by msgspec, tool errors, and the tools/list and tools/call the server then answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from mcpspec.runtime.connection import RequestContext, RequestError, Server, Tool, ToolError
+
+from .connection_kit import (  # noqa: F401 - anyio_backend is a fixture
+    anyio_backend,
+    call_tool,
+    connected,
+    list_tools,
+    text_of,
+)
+
+
+class Greeting(msgspec.Struct, kw_only=True):
+    name: str
+    excited: bool = False
+
+
+def make_server() -> Server:
+    server = Server("tools", "1.0")
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def add(a: int, b: int = 2) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool(name="greet", title="Greeter")
+    async def greet_someone(ctx: RequestContext, greeting: Greeting) -> str:
+        await ctx.report_progress(1, 1)
+        return f"Hello, {greeting.name}{'!' if greeting.excited else '.'}"
+
+    @server.tool()
+    async def refuse() -> str:
+        raise ToolError("not today")
+
+    @server.tool()
+    async def pair(x: list[int]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": str(sum(x))}], "isError": False}
+
+    return server
+
+
+def test_schemas_come_from_the_annotations() -> None:
+    tools = make_server().tools
+    assert tools["add"].definition() == {
+        "name": "add",
+        "description": "Add two integers.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 2}},
+            "required": ["a"],
+        },
+    }
+    greet = tools["greet"].definition()
+    assert greet["title"] == "Greeter" and "description" not in greet
+    assert greet["inputSchema"]["required"] == ["name"]
+    assert greet["inputSchema"]["properties"]["excited"] == {"type": "boolean", "default": False}
+
+
+def test_registration_rules() -> None:
+    server = make_server()
+    with pytest.raises(ValueError, match="tools declared"):
+        server.add_handler("tools/call", server._call_tool)
+    other = Server()
+
+    @other.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        return {}
+
+    with pytest.raises(ValueError, match="handler of its own"):
+        other.add_tool(Tool.from_function(make_server().tools["add"].fn))
+
+    def not_async(a: int) -> int:
+        return a
+
+    with pytest.raises(TypeError, match="coroutine function"):
+        Tool.from_function(not_async)  # type: ignore[arg-type]
+
+    async def untyped(a):  # type: ignore[no-untyped-def]
+        return a
+
+    with pytest.raises(TypeError, match="needs a type"):
+        Tool.from_function(untyped)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-11-25", "2026-07-28"])
+async def test_declared_tools_are_listed_and_called(revision: str) -> None:
+    async with connected(make_server(), revision) as client:
+        assert set(client.session.peer_capabilities or {}) == {"tools", "logging"}
+        listed = await client.request(list_tools(client))
+        assert [tool.name for tool in listed.tools] == ["add", "greet", "refuse", "pair"]
+        assert text_of(await client.request(call_tool(client, "add", {"a": 40}))) == "42"
+        updates: list[Any] = []
+        result = await client.request(
+            call_tool(client, "greet", {"name": "Ada", "excited": True}), progress=updates.append
+        )
+        assert text_of(result) == "Hello, Ada!" and len(updates) == 1
+        assert text_of(await client.request(call_tool(client, "pair", {"x": [1, 2]}))) == "3"
+
+        bad = await client.request(call_tool(client, "add", {"a": "forty"}))
+        assert bad.is_error is True and text_of(bad).startswith("invalid arguments:")
+        refused = await client.request(call_tool(client, "refuse"))
+        assert refused.is_error is True and text_of(refused) == "not today"
+        with pytest.raises(RequestError) as caught:
+            await client.request(call_tool(client, "nope"))
+        assert caught.value.code == -32602

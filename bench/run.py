@@ -45,7 +45,9 @@ Also: import time of every revision module and of ``mcpspec.runtime`` in fresh p
 (in this environment and in a new one holding mcpspec and msgspec alone),
 the memory a decoded 200-tool list keeps (``tracemalloc``) against the SDK's, and the
 throughput of an echo ``tools/call`` exchange between two sessions, against the SDK's
-client and low-level server joined by a JSON-serialising in-memory transport.
+client and low-level server joined by a JSON-serialising in-memory transport. And the
+stdio round trips of ``bench/stdio.py`` (echo calls through a real server subprocess,
+mcpspec and the SDK on either side; its docstring gives the method).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # the corpus module sits next to this script
+import stdio  # so does the stdio round-trip benchmark
 
 import mcpspec
 from mcpspec.runtime import (
@@ -1178,6 +1181,11 @@ def markdown_document(report: dict[str, Any]) -> str:
             "not an mcpspec API.",
             "",
             markdown_tables(report),
+            *(
+                ["## Stdio round trips", "", stdio.markdown(report["stdio"])]
+                if "stdio" in report
+                else []
+            ),
         ]
     )
 
@@ -1432,6 +1440,9 @@ def main(argv: list[str] | None = None) -> int:
         report["revisions"][revision] = dict(
             _revision_report(revision, sdk, settings, profile=args.profile)
         )
+    report["stdio"] = stdio.measure(
+        revisions, stdio.Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke
+    )
     modules = [mcpspec.module_name(r) for r in revisions]
     with tempfile.TemporaryDirectory() as directory:
         pythons = {BENCH_ENV: sys.executable}
@@ -1450,9 +1461,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         for module in ("mcpspec.v2025_11_25", "mcpspec.runtime"):
             report["imports"][module]["breakdown"] = import_breakdown(module)
-    report["targets"] = evaluate_targets(report)
+    report["targets"] = evaluate_targets(report) + stdio.targets(report["stdio"])
     report["elapsed_s"] = time.perf_counter() - started
 
+    print(stdio.markdown(report["stdio"]))
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1478,6 +1490,7 @@ def _smoke_checks(report: dict[str, Any]) -> None:
         assert data["echo"]["mcpspec"]["calls_per_s"] > 0, revision
     for module, entry in [*report["imports"].items(), *report["imports_runtime_only"].items()]:
         assert entry["median_ms"] > 0, module
+    stdio.smoke_check(report["stdio"])
     assert {t["target"] for t in report["targets"]} and all(
         t["pass"] in (True, False, None) for t in report["targets"]
     )

@@ -365,6 +365,8 @@ class ClientSession(Inbound, Outbound):
     def _after_result(self, record: OutgoingRequest, result: Any, events: list[Event]) -> None:
         if record.method != "server/discover":
             return
+        if record.id == self._opening:
+            self._opening = None
         supported = result.supported_versions
         if self._life.phase is Phase.PROBING:
             version = newest_mutual(supported, self._accepted)
@@ -500,25 +502,22 @@ class ClientSession(Inbound, Outbound):
                 response = msgspec.structs.replace(response, id=probe)
         return super()._on_error(response)
 
-    def _on_result(self, response: ResultResponse) -> list[Event]:
-        if self._opening is None and self._life.phase is not Phase.PROBING:
-            return super()._on_result(response)  # no probe awaits its answer
-        probe = self._open_probe()
-        events = super()._on_result(response)
-        if probe is None or response.id != probe:
+    def _result_refused(self, record: OutgoingRequest, exc: InvalidMessage) -> list[Event]:
+        events = super()._result_refused(record, exc)
+        probing = self._life.phase is Phase.PROBING
+        if record.method != "server/discover" or not (probing or record.id == self._opening):
             return events
-        if probe == self._opening:
-            self._opening = None
-        if not self._ready_emitted and self._life.phase in (Phase.PROBING, Phase.READY):
+        self._opening = None
+        if not self._ready_emitted and (probing or self._life.phase is Phase.READY):
             # The probe was answered with a result this client cannot use (it broke the
             # schema): negotiation ends here rather than waiting for nothing.
-            violation = next((e for e in events if isinstance(e, ProtocolViolation)), None)
+            violation = events[0]
+            assert isinstance(violation, ProtocolViolation)
             self._fail_negotiation(
-                "the server answered server/discover with an invalid result"
-                + ("" if violation is None else f": {violation.reason}"),
+                f"the server answered server/discover with an invalid result: {violation.reason}",
                 [],
                 events,
-                error=None if violation is None else violation.error,
+                error=violation.error,
                 rule=Rule.INVALID_RESULT,
             )
         return events

@@ -30,7 +30,7 @@ from .capabilities import (
     as_json,
     defined_capabilities,
 )
-from .codec import DECODE_FAILURES, Codec, envelope_decoder
+from .codec import DECODE_FAILURES, MAX_BATCH_MEMBERS, Codec, envelope_decoder
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
@@ -224,9 +224,10 @@ class SessionCore:
         codec = facts.codec
         self._module = facts.module
         self._codec = codec
+        max_batch = self._limits.max_batch_members
         self._decode = (
-            functools.partial(codec.decode, max_batch_members=self._limits.max_batch_members)
-            if codec.batches
+            functools.partial(codec.decode, max_batch_members=max_batch)
+            if codec.batches and max_batch != MAX_BATCH_MEMBERS
             else codec.decode
         )
         self._stateless = is_stateless(revision)

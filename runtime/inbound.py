@@ -164,13 +164,16 @@ class Inbound(SessionCore):
         pending table and progress tokens change only once a message passed them.
         """
         try:
-            size = len(data)
-            if size > self._max_bytes:
-                return [self._oversized(size)]
             if self._life.gated:
                 return self._receive_gated(data)
             try:
-                if len(self._outgoing) == 1 and size >= _ONE_PASS_SIZE:
+                # Small messages, the most, skip the size test (Limits takes no
+                # max_message_bytes below 512, so none of them is over it).
+                if len(data) < _ONE_PASS_SIZE:
+                    message = self._decode(data)
+                elif len(data) > self._max_bytes:
+                    return [self._oversized(len(data))]
+                elif len(self._outgoing) == 1:
                     message = self._awaited(data)
                 else:
                     message = self._decode(data)
@@ -201,6 +204,8 @@ class Inbound(SessionCore):
         """``receive`` while the lifecycle gates what may arrive."""
         if self._life.phase is Phase.CLOSED:
             return [self._violation(Rule.SESSION_CLOSED, "the session is closed")]
+        if len(data) > self._max_bytes:
+            return [self._oversized(len(data))]
         try:
             message = self._decode(data)
         except InvalidMessage as exc:
@@ -544,7 +549,7 @@ class Inbound(SessionCore):
                 result = self._codec.decode_result(record.method, result, task=record.task)
             except InvalidMessage as exc:
                 self._settle_outgoing(record, None)
-                return [self._invalid_result(record, exc)]
+                return self._result_refused(record, exc)
         if record.plain:  # the usual answer: nothing to check or settle
             return [ResponseReceived(record.id, record.method, result, record.request)]
         return self._on_typed_result(record, result)
@@ -591,6 +596,11 @@ class Inbound(SessionCore):
 
     def _invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
         return self._result_violation(record, Rule.INVALID_RESULT, exc.reason, exc.path)
+
+    def _result_refused(self, record: OutgoingRequest, exc: InvalidMessage) -> list[Event]:
+        """The events of a result for ``record`` that is not of its type (``record``
+        already settled)."""
+        return [self._invalid_result(record, exc)]
 
     def _on_error(self, response: ErrorResponse) -> list[Event]:
         request_id = response.id

@@ -16,20 +16,26 @@ from __future__ import annotations
 
 import msgspec
 
+from .codec import MAX_BATCH_MEMBERS
+
 __all__ = ["DEFAULT_LIMITS", "Limits"]
+
+#: The least value of a limit, where it is not 1.
+_LEAST = {"max_message_bytes": 512}
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Per-session limits (``ServerSession(limits=...)``, ``ClientSession(limits=...)``).
 
-    Each must be at least 1.
+    Each must be at least 1, and ``max_message_bytes`` at least 512: the receive path
+    skips the size test for messages smaller than that.
     """
 
     #: The largest message ``receive`` takes, in bytes (the framed JSON text): a larger
     #: one is refused unread, answered with an error whose id is null.
     max_message_bytes: int = 4 * 1024 * 1024
     #: The most members of a 2025-03-26 JSON-RPC batch: a larger batch is refused whole.
-    max_batch_members: int = 1024
+    max_batch_members: int = MAX_BATCH_MEMBERS
     #: The most requests of the peer this side holds unanswered (including refused
     #: requests whose error response is owed). Beyond it a request gets an error
     #: response at once and nothing of it is kept.
@@ -43,8 +49,11 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for name in self.__struct_fields__:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Limits.{name} must be an integer of at least 1, not {value!r}")
+            least = _LEAST.get(name, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(
+                    f"Limits.{name} must be an integer of at least {least}, not {value!r}"
+                )
 
 
 #: The limits a session keeps when given none.

@@ -46,8 +46,14 @@ def _ping(request_id: int) -> dict[str, Any]:
 )
 @pytest.mark.parametrize("value", [0, -1, True, 1.5])
 def test_limits_are_positive_integers(field: str, value: Any) -> None:
-    with pytest.raises(ValueError, match=f"Limits.{field} must be an integer of at least 1"):
+    with pytest.raises(ValueError, match=f"Limits.{field} must be an integer of at least"):
         Limits(**{field: value})
+
+
+def test_the_message_size_limit_is_at_least_512() -> None:
+    with pytest.raises(ValueError, match="at least 512, not 511"):
+        Limits(max_message_bytes=511)
+    assert Limits(max_message_bytes=512).max_message_bytes == 512
 
 
 def test_sessions_keep_the_default_limits_unless_given_others() -> None:

@@ -28,6 +28,7 @@ from .errors import (
     ResponseViolation,
 )
 from .peer import NotificationHandler, Peer, ProgressCallback, RequestHandler, ViolationHandler
+from .results import Completions, ToolResult
 from .server import NotificationHandlerFn, RequestHandlerFn, Server
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
 from .tools import Tool, ToolError
@@ -43,6 +44,7 @@ from .transport import (
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "Client",
+    "Completions",
     "ConnectionClosed",
     "LogLevel",
     "MemoryMessageStream",
@@ -65,6 +67,7 @@ __all__ = [
     "StderrMode",
     "Tool",
     "ToolError",
+    "ToolResult",
     "ViolationHandler",
     "launch_server",
     "memory_byte_pipe",

@@ -32,7 +32,7 @@ from collections.abc import (
 )
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from types import ModuleType, TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import anyio
 import anyio.abc
@@ -57,8 +57,12 @@ from mcpspec.runtime.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subsc
 
 from .errors import CancelledByPeer, ConnectionClosed, RequestError, ResponseViolation
 from .peer import Peer, ProgressCallback, ViolationHandler
+from .results import Completions, ToolResult
 from .stdio import DEFAULT_GRACE, StderrMode, launch_server
 from .transport import MessageStream
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from 3.11 on
 
 __all__ = [
     "Client",
@@ -128,82 +132,6 @@ NotificationCallback = Callable[[Any], Awaitable[None] | None]
 class InputRoundsExceeded(Exception):
     """A 2026-07-28 server kept answering ``InputRequiredResult`` past
     :data:`MAX_INPUT_ROUNDS` rounds."""
-
-
-class ToolResult:
-    """A ``tools/call`` result, read without ``msgspec.UNSET``: :attr:`is_error` is
-    ``False`` and :attr:`structured` ``None`` when the server left them out. The result
-    as received is :attr:`result`."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result: Any) -> None:
-        #: The typed ``CallToolResult`` of the negotiated revision, as received.
-        self.result = result
-
-    @property
-    def is_error(self) -> bool:
-        """Whether the tool reported a failure (``isError``)."""
-        return self.result.is_error is True
-
-    @property
-    def content(self) -> list[Any]:
-        """The content blocks."""
-        content: list[Any] = self.result.content
-        return content
-
-    @property
-    def structured(self) -> Any:
-        """The structured content (``structuredContent``), or ``None``."""
-        value = getattr(self.result, "structured_content", UNSET)
-        return None if value is UNSET else value
-
-    @property
-    def text(self) -> str:
-        """The text of the text content blocks, one per line."""
-        return "\n".join(
-            block.text for block in self.result.content if getattr(block, "type", "") == "text"
-        )
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """The result's ``_meta`` (empty when absent)."""
-        meta = self.result.meta
-        return {} if meta is UNSET else dict(meta)
-
-    def __repr__(self) -> str:
-        return f"ToolResult(is_error={self.is_error}, content={self.content!r})"
-
-
-class Completions:
-    """A ``completion/complete`` answer: :attr:`values`, :attr:`total` (``None`` when
-    not given) and :attr:`has_more` (``False`` when not given)."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result: Any) -> None:
-        #: The typed ``CompleteResult``, as received.
-        self.result = result
-
-    @property
-    def values(self) -> list[str]:
-        """The suggested values."""
-        values: list[str] = self.result.completion.values
-        return values
-
-    @property
-    def total(self) -> int | None:
-        """How many values there are in all, if the server said."""
-        total = self.result.completion.total
-        return None if total is UNSET else int(total)
-
-    @property
-    def has_more(self) -> bool:
-        """Whether there are more values than these."""
-        return self.result.completion.has_more is True
-
-    def __repr__(self) -> str:
-        return f"Completions(values={self.values!r}, has_more={self.has_more})"
 
 
 class Subscription:
@@ -291,6 +219,24 @@ class Subscription:
             raise StopAsyncIteration from None
 
 
+class ClientOptions(TypedDict, total=False):
+    """The options of :class:`Client` that :meth:`Client.stdio` and :meth:`Client.over`
+    pass on (each described there)."""
+
+    mode: ClientMode
+    revisions: Iterable[str] | None
+    info: Any
+    capabilities: Any
+    sampling: ServerRequestHandler | None
+    elicitation: ServerRequestHandler | None
+    roots: ServerRequestHandler | None
+    on_log: LogCallback | None
+    on_notification: NotificationCallback | None
+    on_violation: ViolationHandler | None
+    open_timeout: float | None
+    limits: Limits | None
+
+
 class Client:
     """The client side of an MCP connection.
 
@@ -369,18 +315,7 @@ class Client:
         stderr: StderrMode = "forward",
         max_message_size: int | None = None,
         grace: float = DEFAULT_GRACE,
-        mode: ClientMode = "auto",
-        revisions: Iterable[str] | None = None,
-        info: Any = None,
-        capabilities: Any = None,
-        sampling: ServerRequestHandler | None = None,
-        elicitation: ServerRequestHandler | None = None,
-        roots: ServerRequestHandler | None = None,
-        on_log: LogCallback | None = None,
-        on_notification: NotificationCallback | None = None,
-        on_violation: ViolationHandler | None = None,
-        open_timeout: float | None = None,
-        limits: Limits | None = None,
+        **options: Unpack[ClientOptions],
     ) -> Client:
         """A client of the stdio server ``command args`` (launched on entry): ``env`` is
         its whole environment (``None``: this process's), ``cwd`` its directory,
@@ -391,7 +326,7 @@ class Client:
         line_limit = (
             max_message_size
             if max_message_size is not None
-            else (limits or DEFAULT_LIMITS).max_message_bytes
+            else (options.get("limits") or DEFAULT_LIMITS).max_message_bytes
         )
 
         def connect() -> AbstractAsyncContextManager[MessageStream]:
@@ -405,40 +340,10 @@ class Client:
                 grace=grace,
             )
 
-        return cls(
-            connect,
-            mode=mode,
-            revisions=revisions,
-            info=info,
-            capabilities=capabilities,
-            sampling=sampling,
-            elicitation=elicitation,
-            roots=roots,
-            on_log=on_log,
-            on_notification=on_notification,
-            on_violation=on_violation,
-            open_timeout=open_timeout,
-            limits=limits,
-        )
+        return cls(connect, **options)
 
     @classmethod
-    def over(
-        cls,
-        stream: MessageStream,
-        *,
-        mode: ClientMode = "auto",
-        revisions: Iterable[str] | None = None,
-        info: Any = None,
-        capabilities: Any = None,
-        sampling: ServerRequestHandler | None = None,
-        elicitation: ServerRequestHandler | None = None,
-        roots: ServerRequestHandler | None = None,
-        on_log: LogCallback | None = None,
-        on_notification: NotificationCallback | None = None,
-        on_violation: ViolationHandler | None = None,
-        open_timeout: float | None = None,
-        limits: Limits | None = None,
-    ) -> Client:
+    def over(cls, stream: MessageStream, **options: Unpack[ClientOptions]) -> Client:
         """A client over an open message stream (closed when the client closes); the
         options are those of :class:`Client`."""
 
@@ -449,21 +354,7 @@ class Client:
             finally:
                 await stream.aclose()
 
-        return cls(
-            connect,
-            mode=mode,
-            revisions=revisions,
-            info=info,
-            capabilities=capabilities,
-            sampling=sampling,
-            elicitation=elicitation,
-            roots=roots,
-            on_log=on_log,
-            on_notification=on_notification,
-            on_violation=on_violation,
-            open_timeout=open_timeout,
-            limits=limits,
-        )
+        return cls(connect, **options)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

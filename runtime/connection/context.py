@@ -28,6 +28,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.events import RequestReceived
+from mcpspec.runtime.stateless import LEVELS
 
 from .errors import RequestError
 
@@ -39,17 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["InputState", "LogLevel", "RequestContext"]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-#: Log levels by rank (RFC 5424 severities, least severe first).
-LEVELS: Final[Mapping[str, int]] = {
-    "debug": 0,
-    "info": 1,
-    "notice": 2,
-    "warning": 3,
-    "error": 4,
-    "critical": 5,
-    "alert": 6,
-    "emergency": 7,
-}
 #: The client capability each question needs, and the class of its request.
 _ASKS: Final[Mapping[str, tuple[str, str]]] = {
     "elicitation/create": ("elicitation", "ElicitRequest"),

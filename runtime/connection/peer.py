@@ -27,6 +27,7 @@ shielded from cancellation, so a message is never cut in half on the wire.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -35,6 +36,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import msgspec
 from msgspec import UNSET
 
@@ -67,6 +69,7 @@ from .errors import (
     RequestTimeout,
     ResponseViolation,
 )
+from .pipes import running_asyncio_loop
 from .transport import MessageStream
 
 __all__ = [
@@ -172,12 +175,24 @@ class Peer(Generic[S]):
         self.violation_handler = violation_handler
         self.answer_ping = answer_ping
         self.linger = linger
-        self._write_lock = anyio.Lock()
+        # No checkpoint when the lock is free: the hot paths (an answer, a request) yield
+        # right after writing anyway; the public ``send`` adds one of its own.
+        self._write_lock = anyio.Lock(fast_acquire=True)
+        # A stream that always writes a message whole, even when cancelled, needs no
+        # shield around each write.
+        self._shield_writes = not getattr(stream, "_completes_sends", False)
         self._waiters: dict[RequestId, _Waiter] = {}
         #: The cancel scopes of the peer's requests being handled, by id.
         self._handling: dict[RequestId, anyio.CancelScope] = {}
-        self._handled = anyio.Event()  # set (and replaced) whenever a handler ends
+        #: Set (and dropped) when a handler ends; made only while someone waits for it.
+        self._handled: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        #: On asyncio, the loop the handlers of the peer's requests run on as plain tasks
+        #: (see :meth:`_start_handler`); ``None`` elsewhere (they are the group's tasks).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handler_tasks: set[asyncio.Task[None]] = set()
+        #: What a handler's task failed with (a bug: handlers' own errors are answers).
+        self._handler_failure: Exception | None = None
         self._ready: SessionReady | None = None
         self._failed: NegotiationFailed | None = None
         self._negotiated = anyio.Event()
@@ -192,6 +207,7 @@ class Peer(Generic[S]):
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
+        self._loop = running_asyncio_loop()
         task_group.start_soon(self._run_reader)
         return self
 
@@ -268,22 +284,38 @@ class Peer(Generic[S]):
         return self.session.next_id()
 
     async def _write(self, data: bytes) -> None:
-        """Write one message (the lock is held); shielded, so it is never cut short."""
+        """Write one message (the lock is held), never cut short: shielded, unless the
+        stream finishes every write it starts by itself."""
         if not data:
             return
         if self._closed:
             raise ConnectionClosed(self._close_reason)
-        with anyio.CancelScope(shield=True):
+        if self._shield_writes:
+            with anyio.CancelScope(shield=True):
+                await self.stream.send(data)
+        else:
             await self.stream.send(data)
 
     async def send(self, message: Any, *, progress_token: int | str | None = None) -> None:
         """``session.send(message)`` and write the bytes, in session order. Raises the
         session's ``LocalProtocolError`` (nothing written) or :class:`ConnectionClosed`."""
         async with self._write_lock:
-            if self._closed:
-                raise ConnectionClosed(self._close_reason)
-            data = self.session.send(message, progress_token=progress_token)
-            await self._write(data)
+            # A checkpoint (shielded: what is sent once the lock is held is sent), as
+            # every async call of anyio is one: a task sending in a loop lets the others
+            # run. The connection's own answers and requests skip it (:meth:`_send`).
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            await self._send_locked(message, progress_token)
+
+    async def _send(self, message: Any, progress_token: int | str | None = None) -> None:
+        """:meth:`send` without its checkpoint (an answer: its task ends next)."""
+        async with self._write_lock:
+            await self._send_locked(message, progress_token)
+
+    async def _send_locked(self, message: Any, progress_token: int | str | None) -> None:
+        if self._closed:
+            raise ConnectionClosed(self._close_reason)
+        data = self.session.send(message, progress_token=progress_token)
+        await self._write(data)
 
     async def notify(self, notification: Any) -> None:
         """Send a notification (a generated notification of ``session.types``)."""
@@ -345,8 +377,11 @@ class Peer(Generic[S]):
                 self._waiters.pop(request_id, None)
                 raise
         try:
-            with anyio.fail_after(timeout):
+            if timeout is None:
                 await waiter.done.wait()
+            else:
+                with anyio.fail_after(timeout):
+                    await waiter.done.wait()
         except TimeoutError:
             await self._cancel_request(request_id, waiter, cancel_reason or "timed out")
             if not waiter.done.is_set():
@@ -389,7 +424,11 @@ class Peer(Generic[S]):
                 self._fail_waiters(self._close_reason)
             await self._drain()
         finally:
+            await self._stop_handler_tasks()
             self._ended.set()
+            if self._handler_failure is not None:
+                # Fails the task group, as the handler's task would have as one of its own.
+                raise self._handler_failure
 
     async def _read_all(self) -> None:
         stream = self.stream
@@ -414,11 +453,17 @@ class Peer(Generic[S]):
         cancel them."""
         with anyio.move_on_after(self.linger):
             while self._handling:
-                await self._handled.wait()
+                await self._handler_ended()
         for scope in list(self._handling.values()):
             scope.cancel()
         while self._handling:
-            await self._handled.wait()
+            await self._handler_ended()
+
+    async def _handler_ended(self) -> None:
+        """Return when one of the handlers running ends."""
+        if self._handled is None:
+            self._handled = anyio.Event()
+        await self._handled.wait()
 
     async def _on_event(self, event: Event, data: bytes) -> None:
         match event:
@@ -538,7 +583,7 @@ class Peer(Generic[S]):
         refuses it (closed after a failed negotiation, say) is logged, never raised:
         the reader and the handlers must go on."""
         try:
-            await self.send(response)
+            await self._send(response)
         except ConnectionClosed:
             pass
         except LocalProtocolError as exc:
@@ -559,8 +604,20 @@ class Peer(Generic[S]):
     def _start_handler(self, event: RequestReceived) -> None:
         scope = anyio.CancelScope()
         self._handling[event.request_id] = scope
-        assert self._task_group is not None
-        self._task_group.start_soon(self._handle, event, scope)
+        task_group = self._task_group
+        assert task_group is not None
+        loop = self._loop
+        if loop is None:
+            task_group.start_soon(self._handle, event, scope)
+            return
+        # On asyncio a plain task costs a fraction of a task group's (its cancel scope,
+        # handle, event and callbacks). The reader stands in for the group: it cancels
+        # these tasks and waits for them when it ends, and a failure of one (a bug)
+        # fails the group through the reader.
+        if task_group.cancel_scope.cancel_called:
+            scope.cancel()
+        task = loop.create_task(self._handle(event, scope))
+        self._handler_tasks.add(task)
 
     async def _handle(self, event: RequestReceived, scope: anyio.CancelScope) -> None:
         request_id = event.request_id
@@ -569,11 +626,37 @@ class Peer(Generic[S]):
                 answer = await self._answer_for(event)
                 if answer is not None:
                     await self._send_answer(event, answer)
+        except Exception as exc:
+            if self._loop is None:
+                raise
+            self._fail_from_handler(exc)
         finally:
             if self._handling.get(request_id) is scope:
                 del self._handling[request_id]
-            handled, self._handled = self._handled, anyio.Event()
-            handled.set()
+            if self._loop is not None:
+                task = asyncio.current_task()
+                if task is not None:
+                    self._handler_tasks.discard(task)
+            handled, self._handled = self._handled, None
+            if handled is not None:
+                handled.set()
+
+    def _fail_from_handler(self, exc: Exception) -> None:
+        """A handler's plain task failed: end the connection's task group with it."""
+        if self._handler_failure is None:
+            self._handler_failure = exc
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+
+    async def _stop_handler_tasks(self) -> None:
+        """Cancel the handlers' plain tasks still running and wait for them."""
+        if not self._handler_tasks:
+            return
+        for scope in list(self._handling.values()):
+            scope.cancel()
+        with anyio.CancelScope(shield=True):
+            while self._handler_tasks:
+                await self._handler_ended()
 
     async def _answer_for(self, event: RequestReceived) -> ResultResponse | ErrorResponse | None:
         """The answer to one of the peer's requests (``None``: the connection ended)."""
@@ -598,7 +681,7 @@ class Peer(Generic[S]):
         self, event: RequestReceived, answer: ResultResponse | ErrorResponse
     ) -> None:
         try:
-            await self.send(answer)
+            await self._send(answer)
         except LocalProtocolError as exc:
             # The handler's result breaks a rule (a wrong type, say): answer -32603.
             logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)

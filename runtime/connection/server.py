@@ -37,9 +37,10 @@ import mcpspec
 from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
 from mcpspec.runtime.server import ServerSession
+from mcpspec.runtime.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
-from .context import LEVELS, InputNeeded, InputState, RequestContext, _Answer
+from .context import InputNeeded, InputState, RequestContext, _Answer
 from .errors import RequestError
 from .peer import Peer
 from .stdio import stdio_server_stream

@@ -19,12 +19,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from signal import Signals
 from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from .pipes import FdReceiveStream, FdSendStream
 from .transport import DEFAULT_MAX_MESSAGE_SIZE, NewlineFramedStream
 
 __all__ = [
@@ -47,58 +49,6 @@ StderrMode = Literal["forward", "capture", "discard"] | Callable[[bytes], None]
 
 
 # -- server side ---------------------------------------------------------------------------------
-
-
-class _FdReceiveStream(ByteReceiveStream):
-    """Reads a file descriptor without blocking the event loop (POSIX: non-blocking
-    reads and ``anyio.wait_readable``)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._was_blocking = os.get_blocking(fd)
-        os.set_blocking(fd, False)
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        while True:
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            if not data:
-                raise anyio.EndOfStream
-            return data
-
-    async def aclose(self) -> None:
-        with suppress(OSError):
-            os.set_blocking(self._fd, self._was_blocking)
-
-
-class _FdSendStream(ByteSendStream):
-    """Writes a file descriptor without blocking the event loop."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._was_blocking = os.get_blocking(fd)
-        os.set_blocking(fd, False)
-
-    async def send(self, item: bytes) -> None:
-        view = memoryview(item)
-        while view:
-            try:
-                written = os.write(self._fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-                continue
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            view = view[written:]
-
-    async def aclose(self) -> None:
-        with suppress(OSError):
-            os.set_blocking(self._fd, self._was_blocking)
 
 
 class _ThreadReceiveStream(ByteReceiveStream):
@@ -164,8 +114,8 @@ async def stdio_server_stream(
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     stream = NewlineFramedStream(
-        _FdReceiveStream(0),
-        _FdSendStream(protocol_out),
+        FdReceiveStream(0),
+        FdSendStream(protocol_out),
         max_message_size=max_message_size,
     )
     try:
@@ -180,6 +130,89 @@ async def stdio_server_stream(
 
 
 # -- client side ---------------------------------------------------------------------------------
+
+
+class _PipedProcess(anyio.abc.Process):
+    """An anyio process whose stdin and stdout are pipes of this module's own
+    (:class:`~mcpspec.runtime.connection.pipes.FdSendStream` and
+    :class:`~mcpspec.runtime.connection.pipes.FdReceiveStream`), which write and read
+    without a checkpoint of their own when the pipe is ready."""
+
+    def __init__(
+        self, process: anyio.abc.Process, stdin: FdSendStream, stdout: FdReceiveStream
+    ) -> None:
+        self._process = process
+        self._stdin = stdin
+        self._stdout = stdout
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._stdin.aclose()
+            await self._stdout.aclose()
+        await self._process.aclose()
+
+    async def wait(self) -> int:
+        return await self._process.wait()
+
+    def terminate(self) -> None:
+        self._process.terminate()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def send_signal(self, signal: Signals) -> None:
+        self._process.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    @property
+    def stdin(self) -> FdSendStream:
+        return self._stdin
+
+    @property
+    def stdout(self) -> FdReceiveStream:
+        return self._stdout
+
+    @property
+    def stderr(self) -> ByteReceiveStream | None:
+        return self._process.stderr
+
+
+async def _open_process(
+    command: list[str],
+    *,
+    stderr: int | None,
+    env: dict[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> anyio.abc.Process:
+    """``anyio.open_process`` with its stdin and stdout piped. On POSIX the pipes are
+    this module's own streams (see :class:`_PipedProcess`); elsewhere anyio's."""
+    if os.name == "nt":  # pragma: no cover - no file descriptor waiting on Windows
+        return await anyio.open_process(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd
+        )
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    try:
+        process = await anyio.open_process(
+            command, stdin=stdin_read, stdout=stdout_write, stderr=stderr, env=env, cwd=cwd
+        )
+    except BaseException:
+        os.close(stdin_write)
+        os.close(stdout_read)
+        raise
+    finally:  # the child's ends: the child has its copies
+        os.close(stdin_read)
+        os.close(stdout_write)
+    return _PipedProcess(
+        process, FdSendStream(stdin_write, owned=True), FdReceiveStream(stdout_read, owned=True)
+    )
 
 
 class ProcessStream(NewlineFramedStream):
@@ -285,10 +318,8 @@ async def launch_server(
     server is shut down (:meth:`ProcessStream.aclose`), whatever happened inside.
     """
     piped = stderr not in ("forward", "discard")
-    process = await anyio.open_process(
+    process = await _open_process(
         [os.fspath(command), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if piped else (subprocess.DEVNULL if stderr == "discard" else None),
         env=dict(env) if env is not None else None,
         cwd=cwd,

@@ -94,6 +94,9 @@ class NewlineFramedStream:
             raise ValueError("max_message_size and read_size must be positive")
         self._receiver = receiver
         self._sender = sender
+        #: Whether a message given to ``send`` is always written whole, even when the
+        #: caller is cancelled (a connection then needs no shield around each write).
+        self._completes_sends: bool = getattr(sender, "_completes_sends", False)
         self.max_message_size = max_message_size
         self._read_size = read_size
         self._buffer = bytearray()

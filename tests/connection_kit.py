@@ -3,7 +3,7 @@ memory, and requests of the negotiated revision."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -13,6 +13,8 @@ import pytest
 
 from mcpspec.runtime import ClientSession
 from mcpspec.runtime.connection import (
+    Client,
+    ConnectionClosed,
     NotificationHandler,
     Peer,
     RequestHandler,
@@ -72,6 +74,19 @@ def list_tools(peer: Peer[ClientSession]) -> Any:
     if peer.session.model == "stateless":
         return t.ListToolsRequest(id=peer.next_id(), params=t.PaginatedRequestParams())
     return t.ListToolsRequest(id=peer.next_id())
+
+
+def closing_call(client: Client, outcomes: list[BaseException]) -> Callable[[str], Awaitable[None]]:
+    """A call of the tool it is given that records the ``ConnectionClosed`` it ends in
+    (for tests of a server that goes away mid-request)."""
+
+    async def call(name: str) -> None:
+        try:
+            await client.call_tool(name)
+        except ConnectionClosed as exc:
+            outcomes.append(exc)
+
+    return call
 
 
 def text_of(result: Any) -> str:

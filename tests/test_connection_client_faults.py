@@ -36,6 +36,8 @@ from mcpspec.runtime.connection.client import (
 from mcpspec.runtime.connection.context import RequestContext
 from mcpspec.runtime.connection.server import Server
 
+from .connection_kit import closing_call
+
 pytestmark = pytest.mark.anyio
 
 FAULTY = Path(__file__).resolve().parent / "peers" / "client_faulty_server.py"
@@ -277,13 +279,7 @@ async def test_a_server_that_dies_mid_request_fails_every_pending_call(how: str)
     outcomes: list[BaseException] = []
     with anyio.fail_after(GUARD):
         async with faulty() as client:
-
-            async def call(name: str) -> None:
-                try:
-                    await client.call_tool(name)
-                except ConnectionClosed as exc:
-                    outcomes.append(exc)
-
+            call = closing_call(client, outcomes)
             async with anyio.create_task_group() as calls:
                 for _ in range(3):
                     calls.start_soon(call, "wait")

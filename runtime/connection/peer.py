@@ -448,6 +448,26 @@ class Peer(Generic[S]):
             for event in events:
                 await self._on_event(event, data)
 
+    async def feed(self, data: bytes, *, inline: bool = False) -> list[Event]:
+        """Take one message that arrived outside the stream (the body of an HTTP POST)
+        as the reader takes each message it reads, and return the session's events for
+        it. With ``inline``, each of the peer's requests in it is handled here, in the
+        caller's task, before ``feed`` returns (the peer need not be entered); else in
+        a task of its own, as the reader does. Never raises for what ``data`` holds."""
+        try:
+            events = self.session.receive(data)
+        except Exception:  # a bug in the session: keep the connection
+            logger.exception("the session failed to read a message")
+            return []
+        for event in events:
+            if inline and isinstance(event, RequestReceived):
+                scope = anyio.CancelScope()
+                self._handling[event.request_id] = scope
+                await self._handle(event, scope)
+            else:
+                await self._on_event(event, data)
+        return events
+
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
         cancel them."""

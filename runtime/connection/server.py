@@ -24,6 +24,7 @@ stream); each has its own session.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 from collections.abc import Awaitable, Callable, Mapping
@@ -46,6 +47,9 @@ from .peer import Peer
 from .stdio import stdio_server_stream
 from .tools import Tool
 from .transport import MessageStream
+
+if typing.TYPE_CHECKING:
+    from .http import HttpApp, HttpSettings
 
 __all__ = ["NotificationHandlerFn", "RequestHandlerFn", "Server"]
 
@@ -266,10 +270,11 @@ class Server:
             if connection.feed is not None:
                 await connection.feed.deliver(method, uri)
 
-    def session(self) -> ServerSession:
-        """A new sans-IO session for one connection of this server."""
+    def session(self, revisions: tuple[str, ...] | None = None) -> ServerSession:
+        """A new sans-IO session for one connection of this server (accepting
+        ``revisions``, when given, instead of the server's own)."""
         return ServerSession(
-            self.revisions,
+            revisions if revisions is not None else self.revisions,
             info=self.info,
             capabilities=self.capabilities,
             instructions=self.instructions,
@@ -314,13 +319,51 @@ class Server:
         ``backend`` (``"asyncio"`` or ``"trio"``)."""
         anyio.run(functools.partial(self.run_stdio, linger=linger), backend=backend)
 
+    def http_app(self, settings: HttpSettings | None = None, **options: Any) -> HttpApp:
+        """This server as an ASGI application speaking Streamable HTTP (every era it
+        accepts) at one endpoint, ``/mcp`` by default: run it under any ASGI server
+        (``uvicorn``), or mount it in a framework. ``settings`` (an
+        :class:`~mcpspec.runtime.connection.http.HttpSettings`), or its fields as
+        keyword ``options``, say how it behaves; the defaults answer loopback hosts and
+        origins only."""
+        from .http import HttpApp, HttpSettings
+
+        if settings is None:
+            settings = HttpSettings(**options)
+        elif options:
+            settings = dataclasses.replace(settings, **options)
+        return HttpApp(self, settings)
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        settings: HttpSettings | None = None,
+        *,
+        shutdown_grace: int = 2,
+        **options: Any,
+    ) -> None:
+        """Serve :meth:`http_app` with uvicorn (``pip install mcpspec[http]``) on
+        ``host`` (loopback by default) and ``port`` until interrupted. On shutdown,
+        requests get ``shutdown_grace`` seconds to end: long-lived streams (``GET``,
+        ``subscriptions/listen``) never end by themselves."""
+        import uvicorn
+
+        uvicorn.run(
+            self.http_app(settings, **options),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=shutdown_grace,
+        )
+
 
 class _Connection:
     """One connection of a :class:`Server`: its session, peer and state."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, session: ServerSession | None = None) -> None:
         self.server = server
-        self.session = server.session()
+        self.session = session if session is not None else server.session()
         self.peer: Peer[ServerSession] | None = None
         self.feed: ChangeFeed | None = None
         #: The rank of the level set by ``logging/setLevel`` (handshake revisions).

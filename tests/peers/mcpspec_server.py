@@ -2,7 +2,8 @@
 tests.
 
 Run: ``python mcpspec_server.py [--revisions R1,R2,...] [--backend asyncio|trio]
-[--linger SECONDS]``.
+[--linger SECONDS] [--http PORT]``: over stdio, or with ``--http`` as the ASGI app under
+uvicorn at ``http://127.0.0.1:PORT/mcp``.
 
 Tools: ``echo`` (text), ``add`` (a + b), ``slow`` (reports progress, then waits until
 cancelled), ``cancelled`` (waits until a ``slow`` call was cancelled; answers how many
@@ -161,8 +162,12 @@ def main() -> None:
     parser.add_argument("--revisions", default=None)
     parser.add_argument("--backend", default="asyncio")
     parser.add_argument("--linger", type=float, default=1.0)
+    parser.add_argument("--http", type=int, default=None, metavar="PORT")
     options = parser.parse_args()
     revisions = options.revisions.split(",") if options.revisions else None
+    if options.http is not None:
+        build(revisions).run_http(port=options.http)
+        return
     build(revisions).run(backend=options.backend, linger=options.linger)
     print("stdin closed: the server exits", file=sys.stderr)
 

@@ -1,0 +1,24 @@
+"""mcpspec.runtime.connection.http: MCP over HTTP.
+
+The server side is a plain ASGI application (:class:`HttpApp`, made by
+:meth:`Server.http_app <mcpspec.runtime.connection.server.Server.http_app>`) serving
+Streamable HTTP in every era (and, on request, the 2024-11-05 HTTP+SSE endpoints), with
+its behaviour in one :class:`HttpSettings` value. It needs nothing but anyio; running it
+needs an ASGI server (uvicorn: ``pip install mcpspec[http]``).
+"""
+
+from __future__ import annotations
+
+from .app import HttpApp
+from .events import EventStore, MemoryEventStore, StoredEvent
+from .settings import LOOPBACK_HOSTS, HttpSettings, TokenVerifier
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "EventStore",
+    "HttpApp",
+    "HttpSettings",
+    "MemoryEventStore",
+    "StoredEvent",
+    "TokenVerifier",
+]

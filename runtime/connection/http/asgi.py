@@ -1,0 +1,148 @@
+"""The few pieces of ASGI the app needs: headers in, bodies in, responses out.
+
+Plain ASGI 3 (``scope``, ``receive``, ``send``), no framework: the app runs under any
+ASGI server and mounts inside any ASGI framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, Final
+
+__all__ = [
+    "BodyTooLarge",
+    "ClientGone",
+    "Receive",
+    "Scope",
+    "Send",
+    "header_map",
+    "read_body",
+    "respond",
+    "start_response",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: The reason phrase of each status the app sends (for plain-text bodies).
+_REASONS: Final = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    421: "Misdirected Request",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+class BodyTooLarge(Exception):
+    """The request's body is over the limit (it was not read whole)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the body is over the limit of {limit} bytes")
+        self.limit = limit
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request's body was read."""
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (latin-1 decoded, as HTTP/1.1 has
+    them); a header given more than once keeps its values joined by ``", "``."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        if name in headers:
+            headers[name] = f"{headers[name]}, {value}"
+        else:
+            headers[name] = value
+    return headers
+
+
+async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+    """The whole body, or :class:`BodyTooLarge` as soon as it is known to be over
+    ``limit`` bytes (from ``Content-Length``, or while reading: never more than
+    ``limit`` plus one chunk is held). Raises :class:`ClientGone` on a disconnect."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.disconnect":
+            raise ClientGone()
+        if kind != "http.request":
+            continue
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _header_list(
+    content_type: str | None, headers: Mapping[str, str] | None, length: int | None
+) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[bytes, bytes]] = []
+    if content_type is not None:
+        out.append((b"content-type", content_type.encode("latin-1")))
+    if length is not None:
+        out.append((b"content-length", str(length).encode("ascii")))
+    if headers:
+        out.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+    return out
+
+
+async def start_response(
+    send: Send,
+    status: int,
+    content_type: str | None,
+    headers: Mapping[str, str] | None = None,
+    length: int | None = None,
+) -> None:
+    """Send the status and headers of a response whose body follows."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": _header_list(content_type, headers, length),
+        }
+    )
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes | None = None,
+    *,
+    content_type: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Send a whole response. Without ``body``, a plain-text reason phrase is the
+    body, except for 202 (empty)."""
+    if body is None:
+        if status == 202:
+            body = b""
+        else:
+            body = _REASONS.get(status, "").encode("ascii")
+            content_type = content_type or "text/plain; charset=utf-8"
+    await start_response(send, status, content_type if body else None, headers, len(body))
+    await send({"type": "http.response.body", "body": body})

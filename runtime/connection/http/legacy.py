@@ -1,0 +1,180 @@
+"""The 2024-11-05 HTTP+SSE transport (deprecated since 2025-03-26, still deployed).
+
+``GET sse_path`` opens an event stream whose first event, ``endpoint``, names the URL
+to POST the client's messages to (``messages_path?session_id=<id>``); every message of
+the server arrives on that stream as a ``message`` event. Each POST carries one message
+and is answered 202; what it causes travels on the stream.
+
+The connection lives exactly as long as its GET: the GET's task serves it
+(:meth:`Server.serve <mcpspec.runtime.connection.server.Server.serve>` over a
+:class:`LegacyStream`), so no task outlives a request here. The same security checks
+as the Streamable HTTP endpoint apply.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from ..errors import ConnectionClosed
+from .asgi import BodyTooLarge, Receive, Scope, Send, header_map, read_body, respond, start_response
+from .security import Refusal, check_accept, check_content_type
+from .sessions import new_id
+from .sse import KEEPALIVE, SSE_HEADERS, encode_event
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+__all__ = ["LegacySse", "LegacyStream"]
+
+#: How many POSTed messages a connection holds before its reader takes them.
+_INBOX: Final = 256
+
+
+class LegacyStream:
+    """The message stream of one HTTP+SSE connection: POSTed messages in, SSE events
+    out."""
+
+    def __init__(self, send: Send, keepalive: float) -> None:
+        self._send = send
+        self._keepalive = keepalive
+        self._inbox: collections.deque[bytes] = collections.deque()
+        self._arrived = anyio.Event()
+        self._closed = False
+        self._lock = anyio.Lock()
+
+    def deliver(self, data: bytes) -> bool:
+        """Take one POSTed message; ``False`` when the connection is closed or its
+        inbox is full."""
+        if self._closed or len(self._inbox) >= _INBOX:
+            return False
+        self._inbox.append(data)
+        self._arrived.set()
+        return True
+
+    async def receive(self) -> bytes:
+        while not self._inbox:
+            if self._closed:
+                raise ConnectionClosed("the SSE stream ended")
+            self._arrived = anyio.Event()
+            with anyio.move_on_after(self._keepalive):
+                await self._arrived.wait()
+            if not self._inbox and not self._closed:
+                await self._write(KEEPALIVE)
+        return self._inbox.popleft()
+
+    async def send(self, data: bytes) -> None:
+        await self._write(encode_event(data))
+
+    async def _write(self, chunk: bytes) -> None:
+        if self._closed:
+            raise ConnectionClosed("the SSE stream ended")
+        async with self._lock:
+            try:
+                await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except OSError:
+                self._closed = True
+                self._arrived.set()
+                raise ConnectionClosed("the client went away") from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._arrived.set()
+
+
+class LegacySse:
+    """The HTTP+SSE endpoints of an :class:`~.app.HttpApp`."""
+
+    def __init__(self, app: HttpApp) -> None:
+        self.app = app
+        self._streams: dict[str, LegacyStream] = {}
+
+    async def handle(self, path: str, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve the request when ``path`` is one of the endpoints; ``False`` else."""
+        settings = self.app.settings
+        if path not in (settings.sse_path, settings.messages_path):
+            return False
+        headers = header_map(scope)
+        refusal = await self.app._check(headers)
+        if refusal is None and path == settings.sse_path and scope["method"] != "GET":
+            refusal = Refusal(405, "Method Not Allowed", {"allow": "GET"})
+        if refusal is None and path == settings.messages_path and scope["method"] != "POST":
+            refusal = Refusal(405, "Method Not Allowed", {"allow": "POST"})
+        if refusal is not None:
+            await respond(send, refusal.status, headers=dict(refusal.headers))
+            return True
+        if path == settings.sse_path:
+            await self._open(scope, headers, receive, send)
+        else:
+            await self._message(scope, headers, receive, send)
+        return True
+
+    async def _open(
+        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        refusal = check_accept(headers, "text/event-stream")
+        if refusal is not None:
+            await respond(send, refusal.status)
+            return
+        if len(self._streams) >= self.app.settings.max_sessions:
+            await respond(send, 503)
+            return
+        session_id = new_id()
+        stream = LegacyStream(send, self.app.settings.keepalive_seconds)
+        self._streams[session_id] = stream
+        root = scope.get("root_path", "")
+        endpoint = f"{root}{self.app.settings.messages_path}?session_id={session_id}"
+        try:
+            await start_response(send, 200, "text/event-stream", SSE_HEADERS)
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": encode_event(endpoint.encode(), event="endpoint"),
+                    "more_body": True,
+                }
+            )
+            async with anyio.create_task_group() as task_group:
+
+                async def watch() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    await stream.aclose()
+
+                task_group.start_soon(watch)
+                await self.app.server.serve(stream, linger=1.0)
+                task_group.cancel_scope.cancel()
+        except OSError:
+            pass
+        finally:
+            self._streams.pop(session_id, None)
+
+    async def _message(
+        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        refusal = check_content_type(headers)
+        if refusal is not None:
+            await respond(send, refusal.status)
+            return
+        session_id = _query_value(scope, "session_id")
+        stream = self._streams.get(session_id or "")
+        if stream is None:
+            await respond(send, 404 if session_id else 400)
+            return
+        try:
+            body = await read_body(receive, headers, self.app.max_body)
+        except BodyTooLarge:
+            await respond(send, 413)
+            return
+        await respond(send, 202 if stream.deliver(body) else 503)
+
+
+def _query_value(scope: Scope, name: str) -> str | None:
+    query: Any = scope.get("query_string", b"")
+    text = query.decode("latin-1") if isinstance(query, bytes) else str(query)
+    for part in text.split("&"):
+        key, _, value = part.partition("=")
+        if key == name:
+            return value
+    return None

@@ -1,0 +1,319 @@
+"""Which HTTP response each message of the server travels on.
+
+Over stdio a connection writes every message to one pipe. Over Streamable HTTP each
+POST has its own response, and a message belongs on the response of the POST that
+carried the request it is about: the request's answer, and (as the era allows) the
+progress, log messages and server requests its handler sends meanwhile. Messages about
+no request go to the session's standalone ``GET`` stream.
+
+The theory of operation: the app feeds a POST's body to the connection's
+:class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST's
+:class:`Channel`. A context variable set in a task is copied into every task that task
+starts, so the handlers of the POST's requests, and everything they send, see the same
+channel; the :class:`SessionStream` the peer writes to reads it on every ``send``.
+Nothing is parsed to route a message but the two members that tell a response from the
+rest (``id``, ``method``).
+
+A :class:`Channel` answers its POST lazily, without a task of its own: the first
+message decides. A response that completes the POST is sent as ``application/json``;
+anything else first (a progress notification, say) opens an SSE stream, when the
+client accepts one and the settings allow it, and every later message is an event on
+it. The writes happen in the task that sends the message, under the channel's lock.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final
+
+import anyio
+import msgspec
+
+from mcpspec.runtime.envelope import RequestId
+
+from ..errors import ConnectionClosed
+from .asgi import Send, start_response
+from .sse import SSE_HEADERS, encode_event
+
+__all__ = ["ROUTE", "Channel", "ChannelStream", "Divert", "SessionStream", "answered_ids"]
+
+logger = logging.getLogger("mcpspec.http")
+
+#: The channel of the POST whose messages the current task sends (``None``: the
+#: standalone stream).
+ROUTE: contextvars.ContextVar[Channel | None] = contextvars.ContextVar(
+    "mcpspec_http_route", default=None
+)
+
+
+class _Kind(msgspec.Struct):
+    """The members that tell a response (and which) from a request or notification."""
+
+    id: Any = None
+    method: Any = None
+
+
+_KIND: Final = msgspec.json.Decoder(_Kind)
+
+#: Where a message goes when its channel cannot carry it (a notification for a POST
+#: answered with JSON, a message after the POST was answered): the standalone stream.
+Divert = Callable[[bytes], Awaitable[None]]
+#: Gives an SSE event of a stream its id (keeping it for replay); ``None`` when the
+#: stream's events carry no ids.
+Stamp = Callable[[str, bytes], Awaitable[str]]
+
+
+_KINDS: Final = msgspec.json.Decoder(list[_Kind])
+
+
+def answered_ids(data: bytes) -> list[RequestId | None] | None:
+    """The ids ``data`` (what the session wrote: one message, or a batch's reply)
+    answers; ``None`` when it is not a response."""
+    try:
+        kinds = _KINDS.decode(data) if data[:1] == b"[" else [_KIND.decode(data)]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if not kinds or any(kind.method is not None for kind in kinds):
+        return None
+    return [kind.id if isinstance(kind.id, (int, str)) else None for kind in kinds]
+
+
+class Channel:
+    """The response of one POST: the messages about its requests.
+
+    ``send`` is the ASGI send of the POST. ``sse`` says whether the response may be an
+    SSE stream (the client accepts one and the settings allow it); ``divert`` takes
+    what the response cannot carry. ``stamp`` (resumable sessions) gives SSE events
+    their ids; ``priming`` opens an SSE stream with an empty event that has one
+    (2025-11-25), announcing ``retry_ms``. ``status_of`` picks the status of a JSON
+    response from its messages.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        *,
+        sse: bool,
+        divert: Divert | None = None,
+        stamp: Stamp | None = None,
+        stream_id: str = "",
+        priming: bool = False,
+        retry_ms: int | None = None,
+        headers: dict[str, str] | None = None,
+        status_of: Callable[[list[bytes]], int] | None = None,
+    ) -> None:
+        self._send = send
+        self.sse = sse
+        self._divert = divert
+        self._stamp = stamp
+        self.stream_id = stream_id
+        self._priming = priming
+        self._retry_ms = retry_ms
+        self._headers = headers or {}
+        self._status_of = status_of
+        #: The status of a JSON answer, when the app knows it (else ``status_of``).
+        self.status: int | None = None
+        self._lock = anyio.Lock(fast_acquire=True)
+        #: The ids of the POST's requests that await their answer (``None``: the body
+        #: was not fed yet); answers that come before they are known are kept in
+        #: ``_answered``.
+        self._expected: set[RequestId] | None = None
+        self._answered: set[RequestId] = set()
+        #: Messages held until the response's form is decided.
+        self._held: list[bytes] = []
+        #: ``"json"`` or ``"sse"`` once the response started; ``None`` before.
+        self.mode: str | None = None
+        self.complete = anyio.Event()
+        #: The client went away (writes failed): the rest is diverted or dropped.
+        self.gone = False
+        #: Another response (a ``GET`` resuming this stream) that takes the events.
+        self.follower: Send | None = None
+
+    # -- what the POST's task does --------------------------------------------------------
+
+    async def expect(self, request_ids: Iterable[RequestId]) -> None:
+        """Say which requests the POST carried; the response ends once each is
+        answered (it is sent at once when there are none left)."""
+        expected = set(request_ids) - self._answered
+        self._expected = expected
+        if not expected:
+            await self._finish()
+
+    async def hold_open(self) -> None:
+        """Wait until every request of the POST is answered (or the channel closed)."""
+        await self.complete.wait()
+
+    async def close(self) -> None:
+        """End the response as it stands (the session ended, the POST gave up)."""
+        if not self.complete.is_set():
+            await self._finish()
+
+    @property
+    def held(self) -> list[bytes]:
+        """The messages not yet written (before the response's form was decided)."""
+        return self._held
+
+    # -- what the session's sends do ----------------------------------------------------------
+
+    async def put(self, data: bytes) -> None:
+        """Take one message of the server about this POST."""
+        if self.complete.is_set() or self.gone:
+            await self._elsewhere(data)
+            return
+        request_ids = answered_ids(data)
+        async with self._lock:
+            if request_ids is not None:
+                await self._take(data)
+                answered = [i for i in request_ids if i is not None]
+                self._answered.update(answered)
+                expected = self._expected
+                if expected is not None and expected.intersection(answered):
+                    expected.difference_update(answered)
+                    if not expected:
+                        await self._finish_locked()
+            elif self.mode == "sse" or (self.mode is None and self.sse):
+                await self._take(data, stream=True)
+            else:
+                await self._elsewhere(data)
+
+    async def keepalive(self, comment: bytes) -> None:
+        """Write a comment line on an open SSE stream (quiet long-lived streams)."""
+        async with self._lock:
+            if self.mode == "sse" and not self.complete.is_set() and not self.gone:
+                await self._write(comment)
+
+    async def _elsewhere(self, data: bytes) -> None:
+        if self._divert is not None:
+            await self._divert(data)
+
+    async def _take(self, data: bytes, *, stream: bool = False) -> None:
+        if self.mode == "sse" or stream:
+            if self.mode is None:
+                await self._open_sse()
+            await self._event(data)
+        else:
+            self._held.append(data)
+
+    async def _open_sse(self) -> None:
+        self.mode = "sse"
+        headers = {**SSE_HEADERS, **self._headers}
+        try:
+            await start_response(self._send, 200, "text/event-stream", headers)
+        except OSError:
+            self.gone = True
+            return
+        if self._priming and self._stamp is not None:
+            event_id = await self._stamp(self.stream_id, b"")
+            await self._write(
+                encode_event(b"", event=None, event_id=event_id, retry_ms=self._retry_ms)
+            )
+        held, self._held = self._held, []
+        for data in held:
+            await self._event(data)
+
+    async def _event(self, data: bytes) -> None:
+        event_id = await self._stamp(self.stream_id, data) if self._stamp is not None else None
+        await self._write(encode_event(data, event_id=event_id))
+
+    async def _write(self, chunk: bytes) -> None:
+        target = self.follower if self.follower is not None else (None if self.gone else self._send)
+        if target is None:
+            return
+        try:
+            await target({"type": "http.response.body", "body": chunk, "more_body": True})
+        except OSError:
+            if target is self.follower:
+                self.follower = None
+            else:
+                self.gone = True
+
+    async def _finish(self) -> None:
+        async with self._lock:
+            await self._finish_locked()
+
+    async def _finish_locked(self) -> None:
+        if self.complete.is_set():
+            return
+        try:
+            if self.mode == "sse":
+                if not self.gone:
+                    await self._send({"type": "http.response.body", "body": b""})
+            else:
+                await self._respond_json()
+        except OSError:
+            self.gone = True
+        finally:
+            self.complete.set()
+
+    async def _respond_json(self) -> None:
+        held = self._held
+        self._held = []
+        self.mode = "json"
+        if not held:
+            await start_response(self._send, 202, None, self._headers, 0)
+            await self._send({"type": "http.response.body", "body": b""})
+            return
+        body = held[0] if len(held) == 1 else b"[" + b",".join(held) + b"]"
+        status = self.status
+        if status is None:
+            status = self._status_of(held) if self._status_of is not None else 200
+        await start_response(self._send, status, "application/json", self._headers, len(body))
+        await self._send({"type": "http.response.body", "body": body})
+
+
+class SessionStream:
+    """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a
+    connection whose messages arrive as POST bodies (fed to its peer directly) and
+    leave on the response of the POST they are about (:data:`ROUTE`), or through
+    ``standalone`` when they are about none. ``receive`` only waits for the end."""
+
+    _completes_sends = True
+
+    def __init__(self, standalone: Divert) -> None:
+        self._standalone = standalone
+        self._closed = anyio.Event()
+
+    async def receive(self) -> bytes:
+        await self._closed.wait()
+        raise ConnectionClosed("the HTTP session ended")
+
+    async def send(self, data: bytes) -> None:
+        if self._closed.is_set():
+            raise ConnectionClosed("the HTTP session ended")
+        channel = ROUTE.get()
+        if channel is not None:
+            await channel.put(data)
+        else:
+            await self._standalone(data)
+
+    async def aclose(self) -> None:
+        self._closed.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+
+class ChannelStream:
+    """The message stream of a connection that lives for one POST (2026-07-28): every
+    message it sends is about that POST's request, whichever task sends it."""
+
+    _completes_sends = True
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self._closed = anyio.Event()
+
+    async def receive(self) -> bytes:
+        await self._closed.wait()
+        raise ConnectionClosed("the request ended")
+
+    async def send(self, data: bytes) -> None:
+        if self._closed.is_set():
+            raise ConnectionClosed("the request ended")
+        await self.channel.put(data)
+
+    async def aclose(self) -> None:
+        self._closed.set()

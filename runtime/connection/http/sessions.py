@@ -1,0 +1,163 @@
+"""The sessions of the handshake eras (2025-03-26 to 2025-11-25) over Streamable HTTP.
+
+A session is one connection of the :class:`~mcpspec.runtime.connection.server.Server`
+(its sans-IO session, its :class:`~mcpspec.runtime.connection.peer.Peer`) that lives
+across POSTs, named by the ``Mcp-Session-Id`` minted on ``initialize``: 32 random bytes
+from the operating system's CSPRNG, URL-safe base64, never reused. Its peer runs in a
+task of the app; POST bodies are fed to it (:mod:`.routing` says where its messages go).
+
+:class:`SessionTable` keeps them: at most ``max_sessions``, the least recently active
+ended for a new one; one idle for ``idle_seconds`` is ended when next seen (or when a
+new session needs room). No timer runs: the clock is read when a request comes.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import secrets
+import time
+from typing import Any
+
+import anyio
+
+from ..peer import Peer
+from .events import EventStore
+from .routing import SessionStream
+from .sse import encode_event
+
+__all__ = ["HandshakeSession", "SessionTable", "new_id"]
+
+logger = logging.getLogger("mcpspec.http")
+
+
+def new_id() -> str:
+    """A session or stream id: 256 random bits, visible ASCII only."""
+    return secrets.token_urlsafe(32)
+
+
+class HandshakeSession:
+    """One session: its id, connection, standalone stream and SSE streams alive."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        queue_limit: int,
+        event_store: EventStore | None,
+    ) -> None:
+        self.id = session_id
+        self.last_active = time.monotonic()
+        self.stream = SessionStream(self.to_standalone)
+        #: Set by the app once the connection is made.
+        self.peer: Peer[Any] | None = None
+        self.connection: Any = None
+        self.event_store = event_store
+        self.standalone_id = new_id()
+        # Messages about no request, held for the GET stream (bounded: the oldest go).
+        self._standalone: collections.deque[bytes] = collections.deque(maxlen=queue_limit)
+        self._standalone_ready = anyio.Event()
+        #: Whether a GET stream is attached.
+        self.listening = False
+        self.ended = anyio.Event()
+        #: SSE streams of POSTs still open (for a GET resuming one), by stream id.
+        self.live: dict[str, Any] = {}
+
+    @property
+    def revision(self) -> str | None:
+        """The negotiated revision (once ``initialize`` arrived)."""
+        return None if self.peer is None else self.peer.session.revision
+
+    async def to_standalone(self, data: bytes) -> None:
+        """Queue a message about no request for the GET stream."""
+        if len(self._standalone) == self._standalone.maxlen:
+            logger.warning(
+                "session %s: the standalone stream is full; a message is dropped", self.id[:8]
+            )
+        self._standalone.append(data)
+        self._standalone_ready.set()
+
+    async def next_standalone(self, timeout: float) -> bytes | None:
+        """The next message for the GET stream; ``None`` after ``timeout`` seconds."""
+        if not self._standalone:
+            self._standalone_ready = anyio.Event()
+            with anyio.move_on_after(timeout):
+                await self._standalone_ready.wait()
+        return self._standalone.popleft() if self._standalone else None
+
+    async def stamp(self, stream_id: str, data: bytes) -> str:
+        """The id of an SSE event of this session (kept for replay)."""
+        assert self.event_store is not None
+        return await self.event_store.append(self.id, stream_id, data)
+
+    async def standalone_event(self, data: bytes) -> bytes:
+        """One SSE event of the standalone stream (with its id when resumable)."""
+        event_id = await self.stamp(self.standalone_id, data) if self.event_store else None
+        return encode_event(data, event_id=event_id)
+
+    async def end(self) -> None:
+        """End the session: its connection closes (handlers get a short linger)."""
+        if self.peer is not None:
+            await self.peer.aclose("the HTTP session ended")
+        else:
+            await self.stream.aclose()
+        self._standalone_ready.set()
+
+
+class SessionTable:
+    """The sessions of one app, in order of last activity."""
+
+    def __init__(self, max_sessions: int, idle_seconds: float) -> None:
+        self.max_sessions = max_sessions
+        self.idle_seconds = idle_seconds
+        self._sessions: collections.OrderedDict[str, HandshakeSession] = collections.OrderedDict()
+        #: Ids once minted, kept only as a count: they are never reused since
+        #: they are random; this is for tests and metrics.
+        self.minted = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> HandshakeSession | None:
+        """The live session of that id (its activity now), else ``None``."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        now = time.monotonic()
+        if session.ended.is_set() or now - session.last_active > self.idle_seconds:
+            return None
+        session.last_active = now
+        self._sessions.move_to_end(session_id)
+        return session
+
+    def add(self, session: HandshakeSession) -> list[HandshakeSession]:
+        """Keep ``session``; return the sessions to end to make room (idle or least
+        recently active)."""
+        evicted: list[HandshakeSession] = []
+        now = time.monotonic()
+        while self._sessions:
+            oldest = next(iter(self._sessions.values()))
+            if len(self._sessions) < self.max_sessions and (
+                now - oldest.last_active <= self.idle_seconds
+            ):
+                break
+            self._sessions.popitem(last=False)
+            evicted.append(oldest)
+        self._sessions[session.id] = session
+        self.minted += 1
+        return evicted
+
+    def remove(self, session_id: str) -> HandshakeSession | None:
+        """Forget a session (it ended)."""
+        return self._sessions.pop(session_id, None)
+
+    def expired(self, session_id: str) -> HandshakeSession | None:
+        """The session of that id if it is kept but idle past the limit (to end)."""
+        session = self._sessions.get(session_id)
+        if session is not None and time.monotonic() - session.last_active > self.idle_seconds:
+            return session
+        return None
+
+    def all(self) -> list[HandshakeSession]:
+        """Every session kept."""
+        return list(self._sessions.values())

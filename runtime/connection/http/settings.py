@@ -1,0 +1,162 @@
+"""How an MCP HTTP endpoint behaves: :class:`HttpSettings`.
+
+One frozen value holds every choice of the ASGI app (:mod:`.app`): where it listens,
+which eras it serves, how it answers, and its security. The defaults are safe for a
+server on one machine (loopback hosts and origins only, bodies bounded); serving other
+hosts is a choice made here, by name. :meth:`HttpSettings.contract` is the
+fail-closed single-revision profile (2025-11-25 only, JSON only, bearer required).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from .events import EventStore
+
+__all__ = ["LOOPBACK_HOSTS", "HttpSettings", "TokenVerifier"]
+
+#: Verifies a bearer token: returns what the token grants (any truthy value: a principal,
+#: claims, ``True``), or a falsy value when the token is not valid. It may be a plain
+#: function or a coroutine function.
+TokenVerifier = Callable[[str], Awaitable[Any] | Any]
+
+#: The host names a server on loopback answers to (without port), by default.
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpSettings:
+    """The behaviour of an MCP HTTP endpoint.
+
+    Where and what:
+      ``path``: the Streamable HTTP endpoint (POST, GET, DELETE).
+      ``revisions``: the revisions served over HTTP (``None``: all the server accepts;
+      a request of another is refused as the era's rules say).
+      ``legacy_sse``: also serve the 2024-11-05 HTTP+SSE transport: ``GET sse_path``
+      opens the event stream, whose ``endpoint`` event names ``messages_path``.
+
+    How requests are answered (handshake revisions, 2025-03-26 to 2025-11-25):
+      ``sessions``: mint an ``Mcp-Session-Id`` on each ``initialize`` (then required
+      on every request: 400 without, 404 when unknown or ended). Without sessions each
+      POST stands alone: the server knows the client's revision from its
+      ``MCP-Protocol-Version`` header only, and cannot send it requests.
+      ``json_response``: answer every request with ``application/json``; messages of
+      the server about a request then go to the standalone stream. Otherwise a request
+      is answered with JSON when nothing precedes its response, else with an SSE stream.
+      ``standalone_stream``: serve ``GET`` (an SSE stream of the server's own requests
+      and notifications); else 405. ``allow_delete``: ``DELETE`` ends a session; else
+      405. ``resumable``: SSE events carry ids, kept in ``event_store`` (in memory by
+      default), so a client replays a broken stream with ``Last-Event-ID``;
+      ``retry_ms`` is the reconnection delay announced (2025-11-25).
+      ``require_protocol_version``: refuse a request after ``initialize`` without the
+      ``MCP-Protocol-Version`` header (400) instead of assuming 2025-03-26.
+      ``strict_initialize``: answer ``initialize`` asking for a version not served with
+      -32602, instead of offering the newest one served.
+      ``batches``: take JSON arrays where the revision allows them (2025-03-26).
+      ``max_sessions``: the most sessions kept; the least recently active one is ended
+      for a new one. ``session_idle_seconds``: a session idle that long is ended.
+
+    Security (on by default):
+      ``allowed_hosts``: the values of ``Host`` accepted (without port; ``"*"`` for
+      any), against DNS rebinding: 421 otherwise. Default: loopback names only.
+      ``allowed_origins``: the ``Origin`` values accepted when the header is present
+      (scheme://host[:port], ``"*"`` for any): 403 otherwise. Default: loopback origins.
+      ``verify_token``: when given, every request needs ``Authorization: Bearer
+      <token>`` that it accepts (401 with ``WWW-Authenticate`` otherwise);
+      ``resource_metadata`` is the URL of the protected resource metadata named there.
+      ``max_body_bytes``: a larger body is refused with 413 before it is read whole
+      (``None``: the server's ``limits.max_message_bytes``).
+
+    Streams: ``keepalive_seconds`` between comment lines on quiet long-lived streams
+    (``subscriptions/listen``, ``GET``); ``max_queued_messages`` bounds the messages
+    held for a client that is not reading (beyond it, the oldest are dropped).
+    """
+
+    path: str = "/mcp"
+    revisions: tuple[str, ...] | None = None
+    legacy_sse: bool = False
+    sse_path: str = "/sse"
+    messages_path: str = "/messages"
+    sessions: bool = True
+    json_response: bool = False
+    standalone_stream: bool = True
+    allow_delete: bool = True
+    resumable: bool = True
+    event_store: EventStore | None = None
+    retry_ms: int | None = 1000
+    require_protocol_version: bool = False
+    strict_initialize: bool = False
+    batches: bool = True
+    max_sessions: int = 1024
+    session_idle_seconds: float = 3600.0
+    allowed_hosts: frozenset[str] | None = None
+    allowed_origins: frozenset[str] | None = None
+    verify_token: TokenVerifier | None = None
+    resource_metadata: str | None = None
+    max_body_bytes: int | None = None
+    keepalive_seconds: float = 15.0
+    max_queued_messages: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("path", "sse_path", "messages_path"):
+            if not getattr(self, name).startswith("/"):
+                raise ValueError(f"{name} must start with '/'")
+        if self.max_sessions < 1 or self.max_queued_messages < 1:
+            raise ValueError("max_sessions and max_queued_messages must be positive")
+        if self.max_body_bytes is not None and self.max_body_bytes < 512:
+            raise ValueError("max_body_bytes must be at least 512")
+        if self.keepalive_seconds <= 0 or self.session_idle_seconds <= 0:
+            raise ValueError("keepalive_seconds and session_idle_seconds must be positive")
+        for name in ("allowed_hosts", "allowed_origins"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, frozenset):
+                # Accept any iterable of strings; keep the value hashable and fixed.
+                object.__setattr__(self, name, frozenset(_strings(value, name)))
+
+    @classmethod
+    def contract(
+        cls,
+        verify_token: TokenVerifier,
+        *,
+        sessions: bool = False,
+        allowed_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] | None = None,
+        max_body_bytes: int | None = None,
+        path: str = "/mcp",
+        resource_metadata: str | None = None,
+    ) -> HttpSettings:
+        """The fail-closed single-revision profile: 2025-11-25 only, ``POST`` only
+        (``GET`` and ``DELETE`` 405), JSON responses only, no batches, a bearer token
+        on every request (``initialize`` included), ``MCP-Protocol-Version`` required
+        after ``initialize``, ``initialize`` asking for another version refused with
+        -32602, no event ids. ``allowed_origins`` is empty by default: a request with
+        an ``Origin`` header is refused (403) unless its origin is listed."""
+        return cls(
+            path=path,
+            revisions=("2025-11-25",),
+            sessions=sessions,
+            json_response=True,
+            standalone_stream=False,
+            allow_delete=False,
+            resumable=False,
+            retry_ms=None,
+            require_protocol_version=True,
+            strict_initialize=True,
+            batches=False,
+            allowed_hosts=frozenset(allowed_hosts) if allowed_hosts is not None else None,
+            allowed_origins=frozenset(allowed_origins),
+            verify_token=verify_token,
+            resource_metadata=resource_metadata,
+            max_body_bytes=max_body_bytes,
+        )
+
+
+def _strings(values: Any, name: str) -> list[str]:
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a collection of strings, not one string")
+    out = list(values)
+    if not all(isinstance(value, str) for value in out):
+        raise TypeError(f"{name} must hold strings")
+    return out

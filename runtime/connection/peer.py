@@ -616,6 +616,11 @@ class Peer(Generic[S]):
 
     # -- the peer's requests --------------------------------------------------------------------
 
+    @property
+    def handling(self) -> int:
+        """How many of the peer's requests are being handled now."""
+        return len(self._handling)
+
     def cancel_scope_of(self, request_id: RequestId) -> anyio.CancelScope | None:
         """The cancel scope the handler of the peer's request ``request_id`` runs in
         (its ``notifications/cancelled`` cancels it), while it runs."""

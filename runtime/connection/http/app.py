@@ -46,6 +46,7 @@ from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION, is_stateless
 
 from ..changes import ChangeFeed
 from ..peer import Peer
+from ..pipes import running_asyncio_loop
 from .asgi import (
     BodyTooLarge,
     ClientGone,
@@ -173,6 +174,43 @@ def _error_body(code: int, message: str, request_id: Any = None, data: Any = Non
     return msgspec.json.encode(ErrorResponse(id=_answerable_id(request_id), error=error))
 
 
+#: How many free 2026-07-28 connections an app keeps.
+_POOL_SIZE: Final = 64
+
+
+class _StatelessConnection:
+    """A connection of the server for 2026-07-28 POSTs: one at a time, each on its own
+    channel."""
+
+    __slots__ = ("connection", "peer", "session", "stream")
+
+    def __init__(self, app: HttpApp) -> None:
+        from ..server import _Connection
+
+        server = app.server
+        self.session = server.session(app.stateless_revisions)
+        self.stream = ChannelStream(None)
+        self.connection = _Connection(server, self.session)
+        self.peer: Peer[Any] = Peer(
+            self.session,
+            self.stream,
+            request_handler=self.connection.dispatch,
+            notification_handler=self.connection.on_notification,
+        )
+        self.connection.peer = self.peer
+
+    def clean(self) -> bool:
+        """Whether the last request left nothing behind (so the next may reuse it)."""
+        session = self.session
+        return not session.unanswered and not session.outstanding and not self.peer.handling
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
 class HttpApp:
     """An ASGI application serving ``server`` over Streamable HTTP (see the module).
 
@@ -198,6 +236,8 @@ class HttpApp:
             (settings.event_store or MemoryEventStore()) if settings.resumable else None
         )
         self.sessions = SessionTable(settings.max_sessions, settings.session_idle_seconds)
+        #: 2026-07-28 connections free for the next POST.
+        self._idle: list[_StatelessConnection] = []
         self._task_group: anyio.abc.TaskGroup | None = None
         self._starting: anyio.Event | None = None
         self._legacy: Any = None
@@ -228,8 +268,6 @@ class HttpApp:
             return self._task_group
         if self._starting is None:
             self._starting = anyio.Event()
-            from ..pipes import running_asyncio_loop
-
             loop = running_asyncio_loop()
             if loop is None:
                 raise RuntimeError(
@@ -275,22 +313,50 @@ class HttpApp:
             await respond(send, 404)
             return
         headers = header_map(scope)
-        refusal = await self._check(headers)
+        try:
+            refusal = await self._check(headers)
+        except Exception:
+            logger.exception("the HTTP app's checks failed on %s", path)
+            await respond(
+                send,
+                500,
+                _error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error"),
+                content_type=JSON,
+            )
+            return
         if refusal is not None:
             await _refuse(send, refusal)
             return
         method = scope["method"]
+        started = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
         try:
             if method == "POST":
-                await self._post(headers, receive, send)
+                await self._post(headers, receive, tracked)
             elif method == "GET":
-                await _until_disconnect(receive, self._get(headers, send))
+                await _until_disconnect(receive, self._get(headers, tracked))
             elif method == "DELETE":
-                await self._delete(headers, send)
+                await self._delete(headers, tracked)
             else:
-                await respond(send, 405, headers={"allow": self._allowed()})
+                await respond(tracked, 405, headers={"allow": self._allowed()})
         except ClientGone:
             return
+        except Exception:
+            # A bug, or a hook of the application's (the token verifier) that failed:
+            # 500 while nothing was sent; after that, the response is cut short.
+            logger.exception("the HTTP app failed on %s %s", method, path)
+            if not started:
+                await respond(
+                    send,
+                    500,
+                    _error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error"),
+                    content_type=JSON,
+                )
 
     async def _check(self, headers: dict[str, str]) -> Refusal | None:
         settings = self.settings
@@ -335,7 +401,6 @@ class HttpApp:
     async def _post_stateless(
         self, headers: dict[str, str], body: bytes, peek: _Body, receive: Receive, send: Send
     ) -> None:
-        from ..server import _Connection
 
         server = self.server
         if not peek.json or peek.batch:
@@ -355,35 +420,48 @@ class HttpApp:
             sse=not self.settings.json_response,
             status_of=_stateless_status,
         )
-        session = server.session(self.stateless_revisions)
-        connection = _Connection(server, session)
-        peer: Peer[Any] = Peer(
-            session,
-            ChannelStream(channel),
-            request_handler=connection.dispatch,
-            notification_handler=connection.on_notification,
-        )
-        connection.peer = peer
         listen = peek.method == "subscriptions/listen"
+        # A connection whose last request ended leaves nothing behind: the next POST
+        # takes it over instead of building a session (and its dispatch table) anew.
+        pooled = self._idle.pop() if self._idle and not listen else _StatelessConnection(self)
+        pooled.stream.channel = channel
+        peer = pooled.peer
         if listen:
-            connection.feed = ChangeFeed(peer)
-            server._connections.add(connection)
+            pooled.connection.feed = ChangeFeed(peer)
+            server._connections.add(pooled.connection)
+        events: list[Any] = []
         token = ROUTE.set(channel)
         try:
-            if peek.is_request:
+            loop = running_asyncio_loop()
+            if not peek.is_request:
+                events = await peer.feed(body, inline=True)
+            elif loop is not None and not listen:
+                # The client closing the connection cancels the request; a plain task
+                # watches for it (a task group would cost more than the request).
+                scope = anyio.CancelScope()
+                watcher = loop.create_task(_cancel_on_disconnect(receive, scope))
+                try:
+                    with scope:
+                        events = await peer.feed(body, inline=True)
+                finally:
+                    watcher.cancel()
+            else:
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
                     events = await peer.feed(body, inline=True)
                     task_group.cancel_scope.cancel()
-            else:
-                events = await peer.feed(body, inline=True)
             await self._settle(channel, events)
         finally:
             ROUTE.reset(token)
             if listen:
-                server._connections.discard(connection)
-            with anyio.CancelScope(shield=True):
-                await channel.close()
+                server._connections.discard(pooled.connection)
+            else:
+                pooled.stream.channel = None
+                if pooled.clean() and len(self._idle) < _POOL_SIZE:
+                    self._idle.append(pooled)
+            if not channel.complete.is_set():
+                with anyio.CancelScope(shield=True):
+                    await channel.close()
 
     def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
         """The ``x-mcp-header`` annotations of the server's tool ``name``."""
@@ -539,21 +617,13 @@ class HttpApp:
             ROUTE.reset(token)
         try:
             await self._settle(channel, events)
-            ended = session.ended
-            with anyio.CancelScope() as scope:
-                async with anyio.create_task_group() as task_group:
-
-                    async def on_end() -> None:
-                        await ended.wait()
-                        scope.cancel()
-
-                    task_group.start_soon(on_end)
-                    await channel.hold_open()
-                    task_group.cancel_scope.cancel()
+            # Until its requests are answered; a session that ends closes it.
+            await channel.hold_open()
         finally:
             session.live.pop(channel.stream_id, None)
-            with anyio.CancelScope(shield=True):
-                await channel.close()
+            if not channel.complete.is_set():
+                with anyio.CancelScope(shield=True):
+                    await channel.close()
 
     async def _initialize(self, body: bytes, send: Send) -> None:
         from ..server import _Connection
@@ -599,6 +669,8 @@ class HttpApp:
         finally:
             server._connections.discard(session.connection)
             session.ended.set()
+            with anyio.CancelScope(shield=True):
+                await session.close_streams()
             self.sessions.remove(session.id)
             if self.event_store is not None:
                 with anyio.CancelScope(shield=True):

@@ -302,7 +302,8 @@ class ChannelStream:
 
     _completes_sends = True
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel | None) -> None:
+        #: The POST whose messages it carries now (``None`` between POSTs).
         self.channel = channel
         self._closed = anyio.Event()
 
@@ -311,9 +312,10 @@ class ChannelStream:
         raise ConnectionClosed("the request ended")
 
     async def send(self, data: bytes) -> None:
-        if self._closed.is_set():
+        channel = self.channel
+        if self._closed.is_set() or channel is None:
             raise ConnectionClosed("the request ended")
-        await self.channel.put(data)
+        await channel.put(data)
 
     async def aclose(self) -> None:
         self._closed.set()

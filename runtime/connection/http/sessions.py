@@ -102,6 +102,12 @@ class HandshakeSession:
         else:
             await self.stream.aclose()
         self._standalone_ready.set()
+        await self.close_streams()
+
+    async def close_streams(self) -> None:
+        """End the responses of the POSTs still open (the session is over)."""
+        for channel in list(self.live.values()):
+            await channel.close()
 
 
 class SessionTable:

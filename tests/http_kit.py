@@ -71,7 +71,6 @@ async def serve_app(app: Any, **config: Any) -> AsyncIterator[str]:
     port = free_port()
     settings = {"log_level": "warning", "lifespan": "on", "timeout_graceful_shutdown": 1, **config}
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **settings))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(server.serve)
         await wait_listening(port)

@@ -373,8 +373,12 @@ class Peer(Generic[S]):
             self._waiters[request_id] = waiter
             try:
                 await self._write(data)
-            except ConnectionClosed:
+            except BaseException:
+                # Not sent (the stream is gone, or cannot carry it): nothing will answer.
                 self._waiters.pop(request_id, None)
+                if not self._closed and request_id in self.session.outstanding:
+                    with contextlib.suppress(LocalProtocolError):
+                        self.session.cancel(request_id, "not sent")
                 raise
         try:
             if timeout is None:
@@ -448,12 +452,16 @@ class Peer(Generic[S]):
             for event in events:
                 await self._on_event(event, data)
 
-    async def feed(self, data: bytes, *, inline: bool = False) -> list[Event]:
+    async def feed(
+        self, data: bytes, *, inline: bool = False, scope: anyio.CancelScope | None = None
+    ) -> list[Event]:
         """Take one message that arrived outside the stream (the body of an HTTP POST)
         as the reader takes each message it reads, and return the session's events for
         it. With ``inline``, each of the peer's requests in it is handled here, in the
         caller's task, before ``feed`` returns (the peer need not be entered); else in
-        a task of its own, as the reader does. Never raises for what ``data`` holds."""
+        a task of its own, as the reader does; ``scope`` (inline only) is the cancel
+        scope the handler runs in, for the caller to cancel it. Never raises for what
+        ``data`` holds."""
         try:
             events = self.session.receive(data)
         except Exception:  # a bug in the session: keep the connection
@@ -461,9 +469,9 @@ class Peer(Generic[S]):
             return []
         for event in events:
             if inline and isinstance(event, RequestReceived):
-                scope = anyio.CancelScope()
-                self._handling[event.request_id] = scope
-                await self._handle(event, scope)
+                handling = scope if scope is not None else anyio.CancelScope()
+                self._handling[event.request_id] = handling
+                await self._handle(event, handling)
             else:
                 await self._on_event(event, data)
         return events

@@ -45,6 +45,7 @@ from mcpspec.runtime.events import ProtocolViolation, RequestReceived
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION, is_stateless
 
 from ..changes import ChangeFeed
+from ..errors import RequestError
 from ..peer import Peer
 from ..pipes import running_asyncio_loop
 from .asgi import (
@@ -59,7 +60,7 @@ from .asgi import (
     start_response,
 )
 from .events import MemoryEventStore
-from .routing import ROUTE, Channel, ChannelStream
+from .routing import ROUTE, Channel, ChannelStream, is_request
 from .security import (
     Refusal,
     check_accept,
@@ -316,47 +317,29 @@ class HttpApp:
         try:
             refusal = await self._check(headers)
         except Exception:
+            # The application's token verifier failed: nothing is known of the request.
             logger.exception("the HTTP app's checks failed on %s", path)
-            await respond(
-                send,
-                500,
-                _error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error"),
-                content_type=JSON,
-            )
+            await _internal_error(send)
             return
         if refusal is not None:
             await _refuse(send, refusal)
             return
         method = scope["method"]
-        started = False
-
-        async def tracked(message: Any) -> None:
-            nonlocal started
-            started = True
-            await send(message)
-
         try:
             if method == "POST":
-                await self._post(headers, receive, tracked)
+                await self._post(headers, receive, send)
             elif method == "GET":
-                await _until_disconnect(receive, self._get(headers, tracked))
+                await _until_disconnect(receive, self._get(headers, send))
             elif method == "DELETE":
-                await self._delete(headers, tracked)
+                await self._delete(headers, send)
             else:
-                await respond(tracked, 405, headers={"allow": self._allowed()})
+                await respond(send, 405, headers={"allow": self._allowed()})
         except ClientGone:
             return
         except Exception:
-            # A bug, or a hook of the application's (the token verifier) that failed:
-            # 500 while nothing was sent; after that, the response is cut short.
+            # A bug: 500 while nothing was sent; after that, the response is cut short.
             logger.exception("the HTTP app failed on %s %s", method, path)
-            if not started:
-                await respond(
-                    send,
-                    500,
-                    _error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error"),
-                    content_type=JSON,
-                )
+            await _internal_error(send)
 
     async def _check(self, headers: dict[str, str]) -> Refusal | None:
         settings = self.settings
@@ -383,7 +366,9 @@ class HttpApp:
         try:
             body = await read_body(receive, headers, self.max_body)
         except BodyTooLarge as exc:
-            await _refuse(send, Refusal(413, str(exc)))
+            # Closing the connection stops the rest of the body at the socket: kept
+            # open, the ASGI server would read it all to reach the next request.
+            await _refuse(send, Refusal(413, str(exc), {"connection": "close"}))
             return
         peek = _Body(body)
         version = headers.get(VERSION_HEADER)
@@ -441,8 +426,7 @@ class HttpApp:
                 scope = anyio.CancelScope()
                 watcher = loop.create_task(_cancel_on_disconnect(receive, scope))
                 try:
-                    with scope:
-                        events = await peer.feed(body, inline=True)
+                    events = await peer.feed(body, inline=True, scope=scope)
                 finally:
                     watcher.cancel()
             else:
@@ -492,8 +476,8 @@ class HttpApp:
             channel.held.append(
                 _error_body(first.error.code, first.error.message, None, first.error.data)
             )
-        if not request_ids and violations and all(v.method is None for v in violations):
-            # Nothing in the body read as a request: the body itself is refused.
+        if not request_ids and any(_refuses_body(v) for v in violations):
+            # No request of the body was taken in: the body itself is refused.
             channel.status = 400
         await channel.expect(request_ids)
 
@@ -595,7 +579,11 @@ class HttpApp:
         return Channel(
             send,
             sse=not settings.json_response,
-            divert=session.to_standalone if session is not None else None,
+            divert=(
+                session.to_standalone
+                if session is not None and settings.standalone_stream
+                else _undeliverable
+            ),
             stamp=session.stamp if resumable and session is not None else None,
             stream_id=stream_id,
             priming=resumable and revision == "2025-11-25",
@@ -612,13 +600,18 @@ class HttpApp:
         session.live[channel.stream_id] = channel
         token = ROUTE.set(channel)
         try:
-            events = await peer.feed(body)
+            # Each POST has a task of its own: a single request is handled in it. The
+            # requests of a batch run concurrently, each in a task of the connection's.
+            inline = body.lstrip()[:1] != b"["
+            events = await peer.feed(body, inline=inline)
         finally:
             ROUTE.reset(token)
         try:
             await self._settle(channel, events)
-            # Until its requests are answered; a session that ends closes it.
-            await channel.hold_open()
+            if not inline:
+                # Until its requests are answered; a session that ends closes it.
+                await channel.hold_open()
+            # Else the handler is over: answered, or cancelled (then nothing answers).
         finally:
             session.live.pop(channel.stream_id, None)
             if not channel.complete.is_set():
@@ -848,6 +841,16 @@ def _tool_headers(tool: Any) -> tuple[mirror.ParamHeader, ...]:
         return ()
 
 
+#: The errors that say a body was not a valid JSON-RPC message.
+_MALFORMED: Final = frozenset({int(ErrorCode.PARSE_ERROR), int(ErrorCode.INVALID_REQUEST)})
+
+
+def _refuses_body(violation: ProtocolViolation) -> bool:
+    """Whether a violation refuses the POST's body (400), rather than answering a
+    well-formed request with an error (which travels like any answer)."""
+    return violation.request_id is None or violation.error.code in _MALFORMED
+
+
 def _answerable_id(request_id: Any) -> Any:
     valid = isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
     return request_id if valid else None
@@ -885,6 +888,27 @@ def _route_path(scope: Scope) -> str:
     if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
         return path[len(root) :]
     return path
+
+
+async def _undeliverable(data: bytes) -> None:
+    """Where a message goes that no stream can carry (answers are JSON only and there
+    is no GET stream): a notification is dropped; a request of the server fails at
+    once, so its handler answers instead of waiting for ever."""
+    if is_request(data):
+        raise RequestError.of(
+            ErrorCode.INTERNAL_ERROR,
+            "no stream can carry a request of the server to this client "
+            "(JSON answers only, and no GET stream)",
+        )
+    logger.debug("a notification no stream can carry is dropped")
+
+
+async def _internal_error(send: Send) -> None:
+    """500 with a JSON-RPC error, unless a response was started already (the ASGI
+    server then refuses a second start: the response it has is cut short)."""
+    body = _error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error")
+    with contextlib.suppress(Exception):
+        await respond(send, 500, body, content_type=JSON)
 
 
 async def _until_disconnect(receive: Receive, work: Awaitable[None]) -> None:

@@ -37,7 +37,15 @@ from ..errors import ConnectionClosed
 from .asgi import Send, start_response
 from .sse import SSE_HEADERS, encode_event
 
-__all__ = ["ROUTE", "Channel", "ChannelStream", "Divert", "SessionStream", "answered_ids"]
+__all__ = [
+    "ROUTE",
+    "Channel",
+    "ChannelStream",
+    "Divert",
+    "SessionStream",
+    "answered_ids",
+    "is_request",
+]
 
 logger = logging.getLogger("mcpspec.http")
 
@@ -66,6 +74,15 @@ Stamp = Callable[[str, bytes], Awaitable[str]]
 
 
 _KINDS: Final = msgspec.json.Decoder(list[_Kind])
+
+
+def is_request(data: bytes) -> bool:
+    """Whether ``data`` (a message the session wrote) is a request."""
+    try:
+        kind = _KIND.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return kind.method is not None and kind.id is not None
 
 
 def answered_ids(data: bytes) -> list[RequestId | None] | None:

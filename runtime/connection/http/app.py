@@ -43,6 +43,7 @@ from mcpspec.runtime.envelope import ErrorObject, ErrorResponse, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
 from mcpspec.runtime.events import ProtocolViolation, RequestReceived
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION, is_stateless
+from mcpspec.runtime.rules import Rule
 
 from ..changes import ChangeFeed
 from ..errors import RequestError
@@ -372,8 +373,10 @@ class HttpApp:
             return
         peek = _Body(body)
         version = headers.get(VERSION_HEADER)
+        # The body's _meta decides when it names a version (a version this server does
+        # not know is then answered -32022, as the stateless era says).
         stateless = (version is not None and is_stateless(version)) or (
-            version is None and peek.meta_version is not None and peek.method != "initialize"
+            peek.meta_version is not None and peek.method != "initialize"
         )
         # A server without 2026-07-28 answers a modern request as the handshake eras
         # do (400, "Missing session ID"): the client then falls back to initialize.
@@ -479,6 +482,9 @@ class HttpApp:
         if not request_ids and any(_refuses_body(v) for v in violations):
             # No request of the body was taken in: the body itself is refused.
             channel.status = 400
+        elif any(v.rule in _META_RULES for v in violations):
+            # 2026-07-28: a request whose _meta is missing or wrong is a bad request.
+            channel.status = 400
         await channel.expect(request_ids)
 
     # -- handshake eras -----------------------------------------------------------------------
@@ -559,13 +565,6 @@ class HttpApp:
             return
         if version is None and settings.require_protocol_version:
             await _bad_request(send, "MCP-Protocol-Version is required")
-            return
-        negotiated = session.revision
-        if version is not None and negotiated is not None and version != negotiated:
-            await _bad_request(
-                send,
-                f"MCP-Protocol-Version {clip(version, 64)!r} is not the session's {negotiated}",
-            )
             return
         await self._feed_session(session, body, send, headers={})
 
@@ -840,6 +839,16 @@ def _tool_headers(tool: Any) -> tuple[mirror.ParamHeader, ...]:
     except mirror.MirrorError:
         return ()
 
+
+#: The rules of a 2026-07-28 request's ``_meta``: broken, they are answered with 400.
+_META_RULES: Final = frozenset(
+    {
+        Rule.MISSING_PROTOCOL_VERSION,
+        Rule.MISSING_CLIENT_CAPABILITIES,
+        Rule.INVALID_REQUEST_META,
+        Rule.UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
 
 #: The errors that say a body was not a valid JSON-RPC message.
 _MALFORMED: Final = frozenset({int(ErrorCode.PARSE_ERROR), int(ErrorCode.INVALID_REQUEST)})

@@ -3,7 +3,7 @@ by msgspec, tool errors, and the tools/list and tools/call the server then answe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
@@ -64,6 +64,21 @@ def test_schemas_come_from_the_annotations() -> None:
     assert greet["title"] == "Greeter" and "description" not in greet
     assert greet["inputSchema"]["required"] == ["name"]
     assert greet["inputSchema"]["properties"]["excited"] == {"type": "boolean", "default": False}
+
+
+@pytest.mark.anyio
+async def test_annotated_constraints_reach_the_schema_and_the_check() -> None:
+    server = Server()
+
+    @server.tool()
+    async def count(n: Annotated[int, msgspec.Meta(ge=0)]) -> str:
+        return str(n)
+
+    tool = server.tools["count"]
+    assert tool.input_schema["properties"]["n"] == {"type": "integer", "minimum": 0}
+    refused = await tool.call({"n": -1}, None)  # type: ignore[arg-type]
+    assert refused["isError"] is True and ">= 0" in refused["content"][0]["text"]
+    assert (await tool.call({"n": 3}, None))["content"][0]["text"] == "3"  # type: ignore[arg-type]
 
 
 def test_registration_rules() -> None:

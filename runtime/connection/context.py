@@ -18,6 +18,8 @@ sampling, roots) the same way in every revision:
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -70,23 +72,49 @@ class _Answer(msgspec.Struct, array_like=True):
 class InputState(msgspec.Struct, kw_only=True):
     """What a 2026-07-28 ``requestState`` of this server holds: the answers given so
     far (method and result JSON, by key) and the questions of the last round (method,
-    by key). Opaque to the client: encoded as base64 of its JSON."""
+    by key). Opaque to the client, and sealed: base64 of its JSON, a dot, and an
+    HMAC-SHA256 of that JSON under the server's key, so that a client can neither forge
+    answers nor alter them (the state is all the server keeps between rounds)."""
 
     answers: dict[str, _Answer] = {}
     asked: dict[str, str] = {}
 
-    def encode(self) -> str:
-        return base64.urlsafe_b64encode(msgspec.json.encode(self)).decode("ascii")
+    def encode(self, key: bytes) -> str:
+        """The sealed text of this state under ``key``."""
+        data = msgspec.json.encode(self)
+        seal = hmac.new(key, data, hashlib.sha256).digest()
+        return f"{_b64(data)}.{_b64(seal)}"
 
     @classmethod
-    def decode(cls, text: str) -> InputState:
-        """The state in ``text``; :class:`RequestError` (-32602) when it is not one."""
+    def decode(cls, text: str, key: bytes) -> InputState:
+        """The state sealed in ``text`` under ``key``; :class:`RequestError` (-32602)
+        when it is not one this server issued (malformed, altered or forged)."""
+        refused = RequestError.invalid_params("requestState is not one this server issued")
+        body, dot, seal = text.partition(".")
+        if not dot or len(text) > _MAX_STATE:
+            raise refused
         try:
-            return msgspec.json.decode(base64.urlsafe_b64decode(text.encode("ascii")), type=cls)
+            data = _unb64(body)
+            valid = hmac.compare_digest(_unb64(seal), hmac.new(key, data, hashlib.sha256).digest())
+            if not valid:
+                raise refused
+            return msgspec.json.decode(data, type=cls)
         except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
-            raise RequestError.invalid_params(
-                "requestState is not one this server issued"
-            ) from None
+            raise refused from None
+
+
+#: The longest ``requestState`` taken back (the answers of many rounds fit well).
+_MAX_STATE: Final = 4 * 1024 * 1024
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    """Strict URL-safe base64 without padding: any other character is refused."""
+    padded = text + "=" * (-len(text) % 4)
+    return base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
 
 
 class RequestContext:

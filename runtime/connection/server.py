@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import secrets
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
@@ -105,7 +106,8 @@ class Server:
     :meth:`notify_resource_updated`); both serve ``subscriptions/listen`` in 2026-07-28;
     ``limits`` bound what a
     client can make one connection hold (:class:`~mcpspec.runtime.Limits`, the largest
-    message among them).
+    message among them). ``state_key`` seals the ``requestState`` of 2026-07-28 input
+    rounds (random per process when not given; several workers need the same one).
     """
 
     def __init__(
@@ -121,7 +123,14 @@ class Server:
         list_changed: bool = False,
         subscribe: bool = False,
         limits: Limits | None = None,
+        state_key: bytes | None = None,
     ) -> None:
+        if state_key is not None and len(state_key) < 16:
+            raise ValueError("state_key must be at least 16 bytes")
+        #: The key that seals the ``requestState`` of 2026-07-28 ``InputRequiredResult``
+        #: answers (random per process unless given: give the same one to every worker
+        #: that may take a retried request).
+        self.state_key: bytes = state_key if state_key is not None else secrets.token_bytes(32)
         self.info: Any = info if info is not None else {"name": name, "version": version}
         self.instructions = instructions
         self.revisions = tuple(revisions) if revisions is not None else None
@@ -405,7 +414,8 @@ class _Connection:
         except InputNeeded as need:
             state = InputState(answers=kept, asked={need.key: need.method})
             return session.types.InputRequiredResult(
-                input_requests={need.key: need.request}, request_state=state.encode()
+                input_requests={need.key: need.request},
+                request_state=state.encode(self.server.state_key),
             )
         return self._coerce(method, result)
 
@@ -445,7 +455,7 @@ class _Connection:
         text = getattr(params, "request_state", UNSET)
         if text is UNSET:
             return {}, {}
-        state = InputState.decode(text)
+        state = InputState.decode(text, self.server.state_key)
         codec = self.session.codec
         answers: dict[str, Any] = {}
         try:

@@ -95,7 +95,7 @@ class Tool:
         the function's name, ``description`` to its docstring."""
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"a tool is a coroutine function (async def); got {fn!r}")
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
         context_parameter = None
         fields: list[tuple[str, Any, Any]] = []
         for parameter in inspect.signature(fn).parameters.values():

@@ -78,15 +78,6 @@ _add(
     "SEP-2322 (mrtr): inputRequests is a map the client answers together; scenario: "
     "'Return an InputRequiredResult with multiple inputRequests'",
 )
-_add(
-    ALPHA_SERVER,
-    "input-required-result-tampered-state",
-    ["sep-2322-reject-tampered-state"],
-    "the server's requestState (InputState) is base64 JSON without integrity "
-    "protection, decoded leniently: the scenario's state + '-TAMPERED' is accepted",
-    "SEP-2322 (mrtr): 'Servers MUST reject state that fails integrity verification'",
-)
-
 #: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): not implemented.
 _NO_TASKS = (
     "extension not implemented: the Server has no tasks (io.modelcontextprotocol/tasks, "

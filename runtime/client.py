@@ -13,10 +13,10 @@ log messages and subscription notifications are ones it asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from .capabilities import as_json
 from .codec import DECODE_FAILURES
@@ -76,8 +76,9 @@ class ClientSession(Inbound, Outbound):
 
     ``mode`` is ``"auto"`` (probe ``server/discover``; fall back to ``initialize`` when
     the server answers -32601 or another error that is not a 2026-07-28 refusal, id null
-    included; on -32022 retry once with the newest mutually accepted revision; on -32020,
-    -32021 or an invalid discover result, fail), ``"legacy"`` (``initialize`` only), or
+    included, or a result that is not a discover result; on -32022 retry once with the
+    newest mutually accepted revision; on -32020 or -32021, fail), ``"legacy"``
+    (``initialize`` only), or
     one revision to pin.
     ``revisions`` restricts the revisions accepted; ``info`` and ``capabilities`` are
     the client's identity and capabilities (generated values of any revision, or
@@ -502,12 +503,20 @@ class ClientSession(Inbound, Outbound):
                 response = msgspec.structs.replace(response, id=probe)
         return super()._on_error(response)
 
-    def _result_refused(self, record: OutgoingRequest, exc: InvalidMessage) -> list[Event]:
-        events = super()._result_refused(record, exc)
+    def _result_refused(
+        self, record: OutgoingRequest, exc: InvalidMessage, raw: Raw | None = None
+    ) -> list[Event]:
+        events = super()._result_refused(record, exc, raw)
         probing = self._life.phase is Phase.PROBING
         if record.method != "server/discover" or not (probing or record.id == self._opening):
             return events
         self._opening = None
+        handshake = [r for r in self._accepted if not is_stateless(r)]
+        if probing and handshake and raw is not None and not _names_versions(raw):
+            # Not a discover result at all (an older server that answers any method
+            # with an empty result, say): an older server, which wants initialize.
+            self._send_own(self._initialize_request(handshake[-1]), events)
+            return events
         if not self._ready_emitted and (probing or self._life.phase is Phase.READY):
             # The probe was answered with a result this client cannot use (it broke the
             # schema): negotiation ends here rather than waiting for nothing.
@@ -601,3 +610,19 @@ class ClientSession(Inbound, Outbound):
                     )
                 ]
         return [NotificationReceived(notification=message, method=message.method)]
+
+
+class _Versions(msgspec.Struct):
+    supported: Any = msgspec.field(default=UNSET, name="supportedVersions")
+
+
+_VERSIONS: Final = msgspec.json.Decoder(_Versions)
+
+
+def _names_versions(raw: Raw) -> bool:
+    """Whether a refused discover result says which versions it supports (a 2026-07-28
+    server's broken answer), rather than being no discover result at all."""
+    try:
+        return _VERSIONS.decode(raw).supported is not UNSET
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False

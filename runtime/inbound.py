@@ -549,7 +549,7 @@ class Inbound(SessionCore):
                 result = self._codec.decode_result(record.method, result, task=record.task)
             except InvalidMessage as exc:
                 self._settle_outgoing(record, None)
-                return self._result_refused(record, exc)
+                return self._result_refused(record, exc, result)
         if record.plain:  # the usual answer: nothing to check or settle
             return [ResponseReceived(record.id, record.method, result, record.request)]
         return self._on_typed_result(record, result)
@@ -597,9 +597,11 @@ class Inbound(SessionCore):
     def _invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
         return self._result_violation(record, Rule.INVALID_RESULT, exc.reason, exc.path)
 
-    def _result_refused(self, record: OutgoingRequest, exc: InvalidMessage) -> list[Event]:
+    def _result_refused(
+        self, record: OutgoingRequest, exc: InvalidMessage, raw: Raw | None = None
+    ) -> list[Event]:
         """The events of a result for ``record`` that is not of its type (``record``
-        already settled)."""
+        already settled; ``raw`` is the result as received)."""
         return [self._invalid_result(record, exc)]
 
     def _on_error(self, response: ErrorResponse) -> list[Event]:

@@ -441,10 +441,20 @@ def test_auto_client_fails_when_a_modern_server_refuses_the_probe(code: int, mes
     assert client.phase is Phase.CLOSED
 
 
+def test_auto_client_falls_back_when_the_probe_gets_no_discover_result() -> None:
+    # An older server that answers every method with an empty result.
+    client = ClientSession()
+    client.start()
+    events = client.receive(wire({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    assert only(events, ProtocolViolation).rule is Rule.INVALID_RESULT
+    opening = only(events, Outgoing)
+    assert type(opening.message).method == "initialize"
+    assert not any(isinstance(e, NegotiationFailed) for e in events)
+
+
 @pytest.mark.parametrize(
     "result",
     [
-        {},
         {"supportedVersions": "2026-07-28", "capabilities": {}},
         {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": []},
     ],

@@ -1,0 +1,408 @@
+"""The handshake eras (2025-03-26 to 2025-11-25) over Streamable HTTP: sessions.
+
+``initialize`` makes a session (:mod:`.sessions`) whose connection lives in the app's
+task group; each later POST names it by ``Mcp-Session-Id`` and is fed to that
+connection with the POST's channel as the route of what answers it (:mod:`.routing`).
+``GET`` opens the session's standalone stream, or resumes a broken stream from
+``Last-Event-ID``; ``DELETE`` ends the session. Without sessions, each POST gets a
+connection of its own, primed as if ``initialize`` had named the request's
+``MCP-Protocol-Version``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from mcpspec.runtime.envelope import ResultResponse
+from mcpspec.runtime.errors import ErrorCode, clip
+from mcpspec.runtime.negotiation import is_stateless
+
+from ..changes import ChangeFeed
+from ..errors import RequestError
+from ..peer import Peer
+from .asgi import Send, respond, start_response
+from .routing import ROUTE, Channel, ChannelStream, is_request
+from .security import Refusal, check_accept
+from .sessions import HandshakeSession, new_id
+from .sse import KEEPALIVE, SSE_HEADERS, encode_event
+from .wire import (
+    EVENT_STREAM,
+    JSON,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    BodyPeek,
+    bad_request,
+    error_body,
+    refuse,
+    settle,
+)
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+__all__ = ["HandshakeEndpoint"]
+
+logger = logging.getLogger("mcpspec.http")
+
+
+class HandshakeEndpoint:
+    """The handshake-era requests of an :class:`~.app.HttpApp`."""
+
+    def __init__(self, app: HttpApp) -> None:
+        self.app = app
+
+    async def post(self, headers: dict[str, str], body: bytes, peek: BodyPeek, send: Send) -> None:
+        settings = self.app.settings
+        if peek.batch and not settings.batches:
+            await respond(
+                send,
+                400,
+                error_body(
+                    int(ErrorCode.INVALID_REQUEST), "Invalid request: batches are not taken"
+                ),
+                content_type=JSON,
+            )
+            return
+        if not peek.json:
+            await respond(
+                send, 400, error_body(int(ErrorCode.PARSE_ERROR), "Parse error"), content_type=JSON
+            )
+            return
+        version = headers.get(VERSION_HEADER)
+        initialize = peek.method == "initialize"
+        if version is not None and not initialize and version not in self.app.handshake_revisions:
+            await respond(
+                send,
+                400,
+                error_body(
+                    int(ErrorCode.INVALID_REQUEST),
+                    f"Bad Request: unsupported MCP-Protocol-Version {clip(version, 64)!r}",
+                    data={"supported": list(self.app.handshake_revisions)},
+                ),
+                content_type=JSON,
+            )
+            return
+        if initialize and settings.strict_initialize:
+            requested = peek.requested_version
+            if requested not in self.app.handshake_revisions:
+                await respond(
+                    send,
+                    200,
+                    error_body(
+                        int(ErrorCode.INVALID_PARAMS),
+                        "Unsupported protocol version",
+                        peek.id,
+                        {
+                            "supported": list(self.app.handshake_revisions),
+                            "requested": requested if isinstance(requested, str) else None,
+                        },
+                    ),
+                    content_type=JSON,
+                )
+                return
+        session_id = headers.get(SESSION_HEADER)
+        if not settings.sessions:
+            if not initialize and version is None and settings.require_protocol_version:
+                await bad_request(send, "MCP-Protocol-Version is required")
+                return
+            await self._post_sessionless(body, peek, version, send)
+            return
+        if session_id is None:
+            if not initialize:
+                await bad_request(send, "Bad Request: Missing session ID", code=-32000)
+                return
+            await self._initialize(body, send)
+            return
+        session = self.app.sessions.get(session_id)
+        if session is None:
+            expired = self.app.sessions.expired(session_id)
+            if expired is not None:
+                self.app.sessions.remove(session_id)
+                await expired.end()
+            await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
+            return
+        if initialize:
+            await bad_request(send, "the session is initialized already")
+            return
+        if version is None and settings.require_protocol_version:
+            await bad_request(send, "MCP-Protocol-Version is required")
+            return
+        await self._feed_session(session, body, send, headers={})
+
+    def _channel(
+        self, send: Send, session: HandshakeSession | None, headers: dict[str, str]
+    ) -> Channel:
+        settings = self.app.settings
+        resumable = session is not None and session.event_store is not None
+        stream_id = new_id()
+        revision = session.revision if session is not None else None
+        return Channel(
+            send,
+            sse=not settings.json_response,
+            divert=(
+                session.to_standalone
+                if session is not None and settings.standalone_stream
+                else _undeliverable
+            ),
+            stamp=session.stamp if resumable and session is not None else None,
+            stream_id=stream_id,
+            priming=resumable and revision == "2025-11-25",
+            retry_ms=settings.retry_ms,
+            headers=headers,
+        )
+
+    async def _feed_session(
+        self, session: HandshakeSession, body: bytes, send: Send, headers: dict[str, str]
+    ) -> None:
+        peer = session.peer
+        assert peer is not None
+        channel = self._channel(send, session, headers)
+        session.live[channel.stream_id] = channel
+        token = ROUTE.set(channel)
+        try:
+            # Each POST has a task of its own: a single request is handled in it. The
+            # requests of a batch run concurrently, each in a task of the connection's.
+            inline = body.lstrip()[:1] != b"["
+            events = await peer.feed(body, inline=inline)
+        finally:
+            ROUTE.reset(token)
+        try:
+            await settle(channel, events)
+            if not inline:
+                # Until its requests are answered; a session that ends closes it.
+                await channel.hold_open()
+            # Else the handler is over: answered, or cancelled (then nothing answers).
+        finally:
+            session.live.pop(channel.stream_id, None)
+            if not channel.complete.is_set():
+                with anyio.CancelScope(shield=True):
+                    await channel.close()
+
+    async def _initialize(self, body: bytes, send: Send) -> None:
+        from ..server import _Connection
+
+        session_id = new_id()
+        session = HandshakeSession(
+            session_id,
+            queue_limit=self.app.settings.max_queued_messages,
+            event_store=self.app.event_store,
+        )
+        server = self.app.server
+        sans_io = server.session(self.app.handshake_revisions)
+        connection = _Connection(server, sans_io)
+        peer: Peer[Any] = Peer(
+            sans_io,
+            session.stream,
+            request_handler=connection.dispatch,
+            notification_handler=connection.on_notification,
+            linger=1.0,
+        )
+        connection.peer = peer
+        connection.feed = ChangeFeed(peer)
+        session.peer = peer
+        session.connection = connection
+        task_group = await self.app.tasks()
+        await task_group.start(self._run_session, session)
+        for evicted in self.app.sessions.add(session):
+            logger.info("session %s ended to make room", evicted.id[:8])
+            await evicted.end()
+        await self._feed_session(session, body, send, headers={"mcp-session-id": session_id})
+
+    async def _run_session(
+        self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        server = self.app.server
+        peer = session.peer
+        assert peer is not None
+        server._connections.add(session.connection)
+        try:
+            async with peer:
+                task_status.started()
+                await peer.wait_closed()
+        finally:
+            server._connections.discard(session.connection)
+            session.ended.set()
+            with anyio.CancelScope(shield=True):
+                await session.close_streams()
+            self.app.sessions.remove(session.id)
+            if self.app.event_store is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.app.event_store.forget(session.id)
+
+    async def _post_sessionless(
+        self, body: bytes, peek: BodyPeek, version: str | None, send: Send
+    ) -> None:
+        """A handshake-era POST without sessions: a connection of its own, primed as
+        if ``initialize`` had named the ``MCP-Protocol-Version`` of the request."""
+        from ..server import _Connection
+
+        server = self.app.server
+        sans_io = server.session(self.app.handshake_revisions)
+        if peek.method != "initialize":
+            revision = version or "2025-03-26"
+            _prime(sans_io, revision, initialized=peek.method != "notifications/initialized")
+        channel = self._channel(send, None, {})
+        connection = _Connection(server, sans_io)
+        peer: Peer[Any] = Peer(
+            sans_io,
+            ChannelStream(channel),
+            request_handler=connection.dispatch,
+            notification_handler=connection.on_notification,
+        )
+        connection.peer = peer
+        token = ROUTE.set(channel)
+        try:
+            events = await peer.feed(body, inline=True)
+            await settle(channel, events)
+        finally:
+            ROUTE.reset(token)
+            with anyio.CancelScope(shield=True):
+                await channel.close()
+
+    def _session_of(
+        self, headers: dict[str, str]
+    ) -> tuple[HandshakeSession | None, Refusal | None]:
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            return None, Refusal(400, "Bad Request: Missing session ID")
+        session = self.app.sessions.get(session_id)
+        if session is None:
+            return None, Refusal(404, "Session not found")
+        return session, None
+
+    async def get(self, headers: dict[str, str], send: Send) -> None:
+        settings = self.app.settings
+        version = headers.get(VERSION_HEADER)
+        if (
+            not settings.standalone_stream
+            or not self.app.handshake_revisions
+            or (version is not None and is_stateless(version))
+        ):
+            await respond(send, 405, headers={"allow": self.app.allowed()})
+            return
+        refusal = check_accept(headers, EVENT_STREAM)
+        if refusal is not None:
+            await refuse(send, refusal)
+            return
+        session, refusal = self._session_of(headers)
+        if refusal is not None or session is None:
+            await refuse(send, refusal or Refusal(400, "Bad Request"))
+            return
+        last_event_id = headers.get("last-event-id")
+        if last_event_id is not None and self.app.event_store is not None:
+            await self._resume(session, last_event_id, send)
+            return
+        if session.listening:
+            await refuse(send, Refusal(409, "Conflict: a GET stream is open for this session"))
+            return
+        session.listening = True
+        try:
+            await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+            await self._standalone(session, send)
+        except OSError:
+            pass
+        finally:
+            session.listening = False
+
+    async def _standalone(self, session: HandshakeSession, send: Send) -> None:
+        keepalive = self.app.settings.keepalive_seconds
+        while not session.ended.is_set():
+            data = await session.next_standalone(keepalive)
+            if session.ended.is_set():
+                break
+            chunk = KEEPALIVE if data is None else await session.standalone_event(data)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _resume(self, session: HandshakeSession, last_event_id: str, send: Send) -> None:
+        """Replay the stream ``last_event_id`` belongs to after it, then go on live when
+        it is still open (a POST's stream) or is the standalone stream."""
+        assert self.app.event_store is not None
+        events = await self.app.event_store.replay(session.id, last_event_id)
+        if events is None:
+            await refuse(send, Refusal(404, "Unknown Last-Event-ID"))
+            return
+        stream_id = last_event_id.rsplit(".", 1)[0]
+        await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+        try:
+            for event in events:
+                if event.data:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": encode_event(event.data, event_id=event.event_id),
+                            "more_body": True,
+                        }
+                    )
+            channel = session.live.get(stream_id)
+            if channel is not None and not channel.complete.is_set():
+                channel.follower = send
+                await channel.hold_open()
+                return
+            if stream_id == session.standalone_id and not session.listening:
+                session.listening = True
+                try:
+                    await self._standalone(session, send)
+                finally:
+                    session.listening = False
+                return
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            pass
+
+    async def delete(self, headers: dict[str, str], send: Send) -> None:
+        version = headers.get(VERSION_HEADER)
+        if (
+            not self.app.settings.allow_delete
+            or not self.app.handshake_revisions
+            or (version is not None and is_stateless(version))
+        ):
+            await respond(send, 405, headers={"allow": self.app.allowed()})
+            return
+        session, refusal = self._session_of(headers)
+        if refusal is not None or session is None:
+            await refuse(send, refusal or Refusal(400, "Bad Request"))
+            return
+        self.app.sessions.remove(session.id)
+        await session.end()
+        await respond(send, 200, b"")
+
+
+def _prime(session: Any, revision: str, *, initialized: bool) -> None:
+    """Take a session of a handshake revision through ``initialize`` as if a client of
+    ``revision`` had sent it (a POST without sessions stands alone), and through
+    ``notifications/initialized`` unless the POST carries that."""
+    opening = msgspec.json.encode(
+        {
+            "jsonrpc": "2.0",
+            "id": "mcpspec-prime",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": revision,
+                "capabilities": {},
+                "clientInfo": {"name": "unknown", "version": "0"},
+            },
+        }
+    )
+    session.receive(opening)
+    session.send(ResultResponse(id="mcpspec-prime", result=session.initialize_result()))
+    if initialized:
+        session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+
+async def _undeliverable(data: bytes) -> None:
+    """Where a message goes that no stream can carry (answers are JSON only and there
+    is no GET stream): a notification is dropped; a request of the server fails at
+    once, so its handler answers instead of waiting for ever."""
+    if is_request(data):
+        raise RequestError.of(
+            ErrorCode.INTERNAL_ERROR,
+            "no stream can carry a request of the server to this client "
+            "(JSON answers only, and no GET stream)",
+        )
+    logger.debug("a notification no stream can carry is dropped")

@@ -1,0 +1,174 @@
+"""2026-07-28 over Streamable HTTP: every POST stands alone.
+
+A POST's mirrored headers are checked against its body (-32020 on a mismatch), then its
+request is handled in the POST's own task by a connection of the server made for it:
+one taken from a small pool when the last request of that connection left nothing
+behind, since building a session costs more than handling an echo. The answer is JSON,
+or an SSE stream when progress or log messages come before it (:mod:`.routing`); the
+client closing the connection cancels the handler. ``subscriptions/listen`` keeps its
+stream open, with keep-alive comments, until the client goes away.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import msgspec
+
+from mcpspec.runtime import mirror
+from mcpspec.runtime.envelope import ErrorResponse
+from mcpspec.runtime.errors import ErrorCode
+
+from ..changes import ChangeFeed
+from ..peer import Peer
+from ..pipes import running_asyncio_loop
+from .asgi import Receive, Send, respond
+from .routing import ROUTE, Channel, ChannelStream
+from .sse import KEEPALIVE
+from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+__all__ = ["StatelessEndpoint"]
+
+#: How many free 2026-07-28 connections an app keeps.
+_POOL_SIZE: Final = 64
+
+
+class _StatelessConnection:
+    """A connection of the server for 2026-07-28 POSTs: one at a time, each on its own
+    channel."""
+
+    __slots__ = ("connection", "peer", "session", "stream")
+
+    def __init__(self, app: HttpApp) -> None:
+        from ..server import _Connection
+
+        server = app.server
+        self.session = server.session(app.stateless_revisions)
+        self.stream = ChannelStream(None)
+        self.connection = _Connection(server, self.session)
+        self.peer: Peer[Any] = Peer(
+            self.session,
+            self.stream,
+            request_handler=self.connection.dispatch,
+            notification_handler=self.connection.on_notification,
+        )
+        self.connection.peer = self.peer
+
+    def clean(self) -> bool:
+        """Whether the last request left nothing behind (so the next may reuse it)."""
+        session = self.session
+        return not session.unanswered and not session.outstanding and not self.peer.handling
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+class StatelessEndpoint:
+    """The 2026-07-28 POSTs of an :class:`~.app.HttpApp`."""
+
+    def __init__(self, app: HttpApp) -> None:
+        self.app = app
+        #: Connections free for the next POST.
+        self._idle: list[_StatelessConnection] = []
+
+    async def post(
+        self, headers: dict[str, str], body: bytes, peek: BodyPeek, receive: Receive, send: Send
+    ) -> None:
+
+        server = self.app.server
+        if not peek.json or peek.batch:
+            reason = "Parse error" if not peek.json else "Invalid request: batches are not taken"
+            code = ErrorCode.PARSE_ERROR if not peek.json else ErrorCode.INVALID_REQUEST
+            await respond(send, 400, error_body(int(code), reason), content_type=JSON)
+            return
+        if peek.is_request:
+            mismatch = mirror.header_mismatch(headers, body, self._params_of)
+            if mismatch is not None:
+                error = mirror.mismatch_error(mismatch)
+                response = ErrorResponse(id=answerable_id(peek.id), error=error)
+                await respond(send, 400, msgspec.json.encode(response), content_type=JSON)
+                return
+        channel = Channel(
+            send,
+            sse=not self.app.settings.json_response,
+            status_of=stateless_status,
+        )
+        listen = peek.method == "subscriptions/listen"
+        # A connection whose last request ended leaves nothing behind: the next POST
+        # takes it over instead of building a session (and its dispatch table) anew.
+        pooled = self._idle.pop() if self._idle and not listen else _StatelessConnection(self.app)
+        pooled.stream.channel = channel
+        peer = pooled.peer
+        if listen:
+            pooled.connection.feed = ChangeFeed(peer)
+            server._connections.add(pooled.connection)
+        events: list[Any] = []
+        token = ROUTE.set(channel)
+        try:
+            loop = running_asyncio_loop()
+            if not peek.is_request:
+                events = await peer.feed(body, inline=True)
+            elif loop is not None and not listen:
+                # The client closing the connection cancels the request; a plain task
+                # watches for it (a task group would cost more than the request).
+                scope = anyio.CancelScope()
+                watcher = loop.create_task(_cancel_on_disconnect(receive, scope))
+                try:
+                    events = await peer.feed(body, inline=True, scope=scope)
+                finally:
+                    watcher.cancel()
+            else:
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
+                    events = await peer.feed(body, inline=True)
+                    task_group.cancel_scope.cancel()
+            await settle(channel, events)
+        finally:
+            ROUTE.reset(token)
+            if listen:
+                server._connections.discard(pooled.connection)
+            else:
+                pooled.stream.channel = None
+                if pooled.clean() and len(self._idle) < _POOL_SIZE:
+                    self._idle.append(pooled)
+            if not channel.complete.is_set():
+                with anyio.CancelScope(shield=True):
+                    await channel.close()
+
+    def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
+        """The ``x-mcp-header`` annotations of the server's tool ``name``."""
+        tool = self.app.server.tools.get(name)
+        if tool is None:
+            return ()
+        return _tool_headers(tool)
+
+    async def _watch(self, receive: Receive, channel: Channel, scope: anyio.CancelScope) -> None:
+        """Cancel the request when its client goes away (2026-07-28: closing the
+        stream is cancelling), and keep a quiet SSE stream alive."""
+        while True:
+            with anyio.move_on_after(self.app.settings.keepalive_seconds):
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    scope.cancel()
+                    return
+                continue
+            await channel.keepalive(KEEPALIVE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tool_headers(tool: Any) -> tuple[mirror.ParamHeader, ...]:
+    """A tool's ``x-mcp-header`` annotations (none when they are invalid: a client
+    drops such a tool, and sends no ``Mcp-Param`` header for it)."""
+    try:
+        return mirror.param_headers(tool.input_schema)
+    except mirror.MirrorError:
+        return ()

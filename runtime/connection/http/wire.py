@@ -1,0 +1,252 @@
+"""What the HTTP app reads of a POST body, and the answers it writes itself.
+
+A body is peeked at (:class:`BodyPeek`: ``id``, ``method``, the versions it names)
+before a session reads it, to pick the era and the connection; the answers the app
+writes without a session (refusals, errors with the statuses each era gives them) are
+built here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, Final
+
+import anyio
+import msgspec
+
+from mcpspec.runtime.envelope import ErrorObject, ErrorResponse
+from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.events import ProtocolViolation, RequestReceived
+from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
+from mcpspec.runtime.rules import Rule
+
+from .asgi import Receive, Scope, Send, respond
+from .routing import Channel
+from .security import Refusal
+
+__all__ = [
+    "EVENT_STREAM",
+    "JSON",
+    "SESSION_HEADER",
+    "VERSION_HEADER",
+    "BodyPeek",
+    "answerable_id",
+    "bad_request",
+    "error_body",
+    "internal_error",
+    "refuse",
+    "refuses_body",
+    "route_path",
+    "settle",
+    "stateless_status",
+    "until_disconnect",
+]
+
+JSON: Final = "application/json"
+EVENT_STREAM: Final = "text/event-stream"
+SESSION_HEADER: Final = "mcp-session-id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+#: The HTTP status of a 2026-07-28 JSON-RPC error, by code (the others travel in a 200).
+_STATELESS_STATUS: Final = {
+    int(ErrorCode.HEADER_MISMATCH): 400,
+    int(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY): 400,
+    int(ErrorCode.UNSUPPORTED_PROTOCOL_VERSION): 400,
+    int(ErrorCode.METHOD_NOT_FOUND): 404,
+    int(ErrorCode.PARSE_ERROR): 400,
+    int(ErrorCode.INVALID_REQUEST): 400,
+}
+
+
+# -- peeking at a body before a session reads it ---------------------------------------------
+
+
+class _PeekParams(msgspec.Struct):
+    protocol_version: Any = msgspec.field(default=None, name="protocolVersion")
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+class _Peek(msgspec.Struct):
+    """The members of a message the app routes by (the session reads the rest)."""
+
+    id: Any = None
+    method: Any = None
+    params: Any = None
+
+
+class _PeekTyped(msgspec.Struct):
+    id: Any = None
+    method: Any = None
+    params: _PeekParams | None = None
+
+
+_PEEK: Final = msgspec.json.Decoder(_PeekTyped)
+_PEEK_LOOSE: Final = msgspec.json.Decoder(_Peek)
+
+
+class BodyPeek:
+    """What the app knows of a POST body before a session reads it."""
+
+    __slots__ = ("batch", "id", "json", "meta_version", "method", "requested_version")
+
+    def __init__(self, data: bytes) -> None:
+        self.json = True
+        self.batch = False
+        self.id: Any = None
+        self.method: Any = None
+        self.meta_version: Any = None
+        self.requested_version: Any = None
+        head = data.lstrip()[:1]
+        if head == b"[":
+            self.batch = True
+            return
+        try:
+            peek = _PEEK.decode(data)
+        except msgspec.ValidationError:
+            try:
+                loose = _PEEK_LOOSE.decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                self.json = False
+                return
+            self.id, self.method = loose.id, loose.method
+            return
+        except msgspec.DecodeError:
+            self.json = False
+            return
+        except (RecursionError, UnicodeError):
+            self.json = False
+            return
+        self.id, self.method = peek.id, peek.method
+        params = peek.params
+        if params is not None:
+            self.requested_version = params.protocol_version
+            meta = params.meta
+            if isinstance(meta, dict):
+                self.meta_version = meta.get(META_PROTOCOL_VERSION)
+
+    @property
+    def is_request(self) -> bool:
+        return isinstance(self.method, str) and isinstance(self.id, (int, str))
+
+
+# -- answers of the app's own ----------------------------------------------------------------
+
+
+def error_body(code: int, message: str, request_id: Any = None, data: Any = None) -> bytes:
+    """A JSON-RPC error response's bytes (``id`` null unless ``request_id`` is one)."""
+    error = ErrorObject(
+        code=code, message=message, data=data if data is not None else msgspec.UNSET
+    )
+    return msgspec.json.encode(ErrorResponse(id=answerable_id(request_id), error=error))
+
+
+def answerable_id(request_id: Any) -> Any:
+    valid = isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+    return request_id if valid else None
+
+
+#: The rules of a 2026-07-28 request's ``_meta``: broken, they are answered with 400.
+_META_RULES: Final = frozenset(
+    {
+        Rule.MISSING_PROTOCOL_VERSION,
+        Rule.MISSING_CLIENT_CAPABILITIES,
+        Rule.INVALID_REQUEST_META,
+        Rule.UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
+
+
+#: The errors that say a body was not a valid JSON-RPC message.
+_MALFORMED: Final = frozenset({int(ErrorCode.PARSE_ERROR), int(ErrorCode.INVALID_REQUEST)})
+
+
+def refuses_body(violation: ProtocolViolation) -> bool:
+    """Whether a violation refuses the POST's body (400), rather than answering a
+    well-formed request with an error (which travels like any answer)."""
+    return violation.request_id is None or violation.error.code in _MALFORMED
+
+
+def stateless_status(held: list[bytes]) -> int:
+    """The status of a 2026-07-28 JSON answer: the one its error's code maps to."""
+    if len(held) != 1:
+        return 200
+    try:
+        error = _ERROR_CODE.decode(held[0]).error
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 200
+    if error is None:
+        return 200
+    return _STATELESS_STATUS.get(error.code, 200) if isinstance(error.code, int) else 200
+
+
+class _ErrorCodeOnly(msgspec.Struct):
+    code: Any = None
+
+
+class _ErrorOnly(msgspec.Struct):
+    error: _ErrorCodeOnly | None = None
+
+
+_ERROR_CODE: Final = msgspec.json.Decoder(_ErrorOnly)
+
+
+async def internal_error(send: Send) -> None:
+    """500 with a JSON-RPC error, unless a response was started already (the ASGI
+    server then refuses a second start: the response it has is cut short)."""
+    body = error_body(int(ErrorCode.INTERNAL_ERROR), "Internal error")
+    with contextlib.suppress(Exception):
+        await respond(send, 500, body, content_type=JSON)
+
+
+async def refuse(send: Send, refusal: Refusal) -> None:
+    body = error_body(-32000, refusal.reason)
+    await respond(send, refusal.status, body, content_type=JSON, headers=dict(refusal.headers))
+
+
+async def bad_request(
+    send: Send, reason: str, *, code: int = int(ErrorCode.INVALID_REQUEST)
+) -> None:
+    await respond(send, 400, error_body(code, reason), content_type=JSON)
+
+
+async def until_disconnect(receive: Receive, work: Awaitable[None]) -> None:
+    """Run ``work`` (a long-lived stream) until it ends or its client goes away."""
+    async with anyio.create_task_group() as task_group:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            task_group.cancel_scope.cancel()
+
+        task_group.start_soon(watch)
+        await work
+        task_group.cancel_scope.cancel()
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path within the app (a host framework mounting the app names its
+    prefix in ``root_path``)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root) :]
+    return path
+
+
+async def settle(channel: Channel, events: list[Any]) -> None:
+    """After a body was fed: say which requests the response waits for, or, when
+    it carried none, answer 202 (or 400 when a message of it was refused)."""
+    request_ids = [e.request_id for e in events if isinstance(e, RequestReceived)]
+    violations = [e for e in events if isinstance(e, ProtocolViolation)]
+    if not request_ids and violations and not channel.held:
+        first = violations[0]
+        channel.held.append(
+            error_body(first.error.code, first.error.message, None, first.error.data)
+        )
+    if not request_ids and any(refuses_body(v) for v in violations):
+        # No request of the body was taken in: the body itself is refused.
+        channel.status = 400
+    elif any(v.rule in _META_RULES for v in violations):
+        # 2026-07-28: a request whose _meta is missing or wrong is a bad request.
+        channel.status = 400
+    await channel.expect(request_ids)

@@ -83,6 +83,19 @@ CONFORMANCE_NODE_MAJOR = 22
 
 
 @nox.session
+def load(session: nox.Session) -> None:
+    """The HTTP app under load at full size: 50 concurrent clients x 1,000 tools/call
+    each, in a handshake revision and in 2026-07-28 (``nox -s tests`` runs it small)."""
+    session.install(".[connect,test]")
+    session.run(
+        "pytest",
+        "tests/test_http_load.py",
+        *session.posargs,
+        env={"MCPSPEC_HTTP_LOAD_CALLS": "1000"},
+    )
+
+
+@nox.session
 def interop(session: nox.Session) -> None:
     """The connection layer against real MCP peers (``pytest -m interop``): the official
     Python SDK (from PyPI), server-everything and the official conformance suite (from

@@ -1,8 +1,10 @@
 """The client of one MCP connection: :class:`Client`.
 
 A :class:`Client` is one object whatever the transport underneath: ``Client.stdio``
-launches a server command and speaks to it over its stdin and stdout, ``Client.over``
-speaks over any open :class:`~mcpspec.runtime.connection.transport.MessageStream`. It
+launches a server command and speaks to it over its stdin and stdout, ``Client.http``
+speaks to a server at a URL (Streamable HTTP of every era, or the HTTP+SSE transport of
+2024-11-05), ``Client.over`` speaks over any open
+:class:`~mcpspec.runtime.connection.transport.MessageStream`. It
 negotiates on entry (``mode`` ``"auto"``, ``"legacy"`` or one revision), then sends
 typed requests of the negotiated revision (:attr:`Client.types`) and returns their
 typed results.
@@ -62,7 +64,10 @@ from .stdio import DEFAULT_GRACE, StderrMode, launch_server
 from .transport import MessageStream
 
 if TYPE_CHECKING:
+    import httpx
     from typing_extensions import Unpack  # typing.Unpack from 3.11 on
+
+    from .http.client import HttpTransport
 
 __all__ = [
     "Client",
@@ -240,8 +245,9 @@ class ClientOptions(TypedDict, total=False):
 class Client:
     """The client side of an MCP connection.
 
-    Build it with :meth:`stdio` (launch a server command) or :meth:`over` (an open
-    message stream), then ``async with`` it: entering connects and negotiates,
+    Build it with :meth:`stdio` (launch a server command), :meth:`http` (a server at a
+    URL) or :meth:`over` (an open message stream), then ``async with`` it: entering
+    connects and negotiates,
     leaving disconnects (for stdio: close the server's stdin, then SIGTERM, then
     SIGKILL). Negotiation follows ``mode``: ``"auto"`` (probe ``server/discover``, fall
     back to ``initialize``), ``"legacy"`` (``initialize``) or one revision;
@@ -356,6 +362,64 @@ class Client:
 
         return cls(connect, **options)
 
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        timeout: float | httpx.Timeout | None = 30.0,
+        http_client: httpx.AsyncClient | None = None,
+        transport: HttpTransport = "auto",
+        max_message_size: int | None = None,
+        renew_sessions: bool = True,
+        **options: Unpack[ClientOptions],
+    ) -> Client:
+        """A client of the MCP server at ``url`` over HTTP, in any era: Streamable HTTP
+        (2025-03-26 ... 2026-07-28) or, when the URL has no Streamable HTTP endpoint (or
+        with ``transport="sse"``), the HTTP+SSE transport of 2024-11-05.
+
+        ``headers`` go with every HTTP request (authorization, say), except those the
+        library writes itself, which they cannot override: ``Accept``,
+        ``Content-Type``, ``MCP-Protocol-Version``, ``Mcp-Session-Id``, ``Mcp-Method``,
+        ``Mcp-Name``, ``Mcp-Param-*`` and ``Last-Event-ID``. ``auth`` is an ``httpx``
+        auth; ``timeout`` bounds connecting, writing and each answer that is not a
+        stream (seconds, or an ``httpx.Timeout``). ``http_client`` is an
+        ``httpx.AsyncClient`` to use (for TLS, proxies, ...; left open on exit).
+        ``transport`` is ``"auto"``, ``"streamable"`` or ``"sse"``; ``max_message_size``
+        bounds one message (default: ``limits.max_message_bytes``). The other options
+        are those of :class:`Client`. Needs ``httpx`` (``pip install mcpspec[http]``).
+
+        When the server ends the session (HTTP 404 to its id), a new one is opened as
+        the specification says (the same ``initialize`` again, without the id; it must
+        negotiate the same revision) and the request posted again; what the old session
+        held on the server (a logging level, subscriptions) is not set again. With
+        ``renew_sessions=False``, or when that fails, the request fails (message
+        ``"Session expired ..."``) and the connection ends: enter a new client.
+        """
+        from .http.client import HttpClientStream
+
+        limit = (
+            max_message_size
+            if max_message_size is not None
+            else (options.get("limits") or DEFAULT_LIMITS).max_message_bytes
+        )
+
+        def connect() -> AbstractAsyncContextManager[MessageStream]:
+            return HttpClientStream(
+                url,
+                headers=headers,
+                auth=auth,
+                timeout=timeout,
+                http_client=http_client,
+                transport=transport,
+                max_message_size=limit,
+                renew_sessions=renew_sessions,
+            )
+
+        return cls(connect, **options)
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> Client:
@@ -410,7 +474,10 @@ class Client:
     def transport(self) -> Any:
         """The message stream underneath (for stdio, a
         :class:`~mcpspec.runtime.connection.stdio.ProcessStream`: ``process``,
-        ``returncode``, captured ``stderr``); ``None`` before the client is opened."""
+        ``returncode``, captured ``stderr``; over HTTP, a
+        :class:`~mcpspec.runtime.connection.http.client.HttpClientStream`:
+        ``session_id``, ``protocol_version``, ``transport``, ``session_expired``);
+        ``None`` before the client is opened."""
         return self._stream
 
     @property
@@ -622,8 +689,18 @@ class Client:
     def tool_pages(
         self, cursor: str | None = None, *, timeout: float | None = None
     ) -> AsyncGenerator[Any, None]:
-        """The ``tools/list`` results, page by page (from ``cursor``)."""
-        return self._pages("ListToolsRequest", "tools", cursor, timeout)
+        """The ``tools/list`` results, page by page (from ``cursor``).
+
+        Over Streamable HTTP in 2026-07-28, a tool whose ``x-mcp-header`` annotations
+        break the rules is left out of its page (and logged as a warning on the
+        ``mcpspec.connection`` logger, with its name and the reason), as the
+        specification requires; the annotations of the others are remembered, so that
+        :meth:`call_tool` mirrors those arguments into ``Mcp-Param-*`` headers."""
+        pages = self._pages("ListToolsRequest", "tools", cursor, timeout)
+        remember = getattr(self._stream, "remember_tool_params", None)
+        if remember is None or self.model != "stateless":
+            return pages
+        return _mirrored_tool_pages(pages, remember)
 
     def resource_pages(
         self, cursor: str | None = None, *, timeout: float | None = None
@@ -673,11 +750,23 @@ class Client:
     ) -> ToolResult:
         """Call tool ``name`` with ``arguments``. A tool that fails answers a result
         with :attr:`ToolResult.is_error`; a request the server refuses raises
-        :class:`~mcpspec.runtime.connection.RequestError`."""
+        :class:`~mcpspec.runtime.connection.RequestError`.
+
+        Over Streamable HTTP in 2026-07-28, a refusal with -32020 (``HeaderMismatch``:
+        the tool's ``x-mcp-header`` annotations changed since they were listed) makes
+        the client list the tools again and retry the call once."""
         types = self.types
         params = types.CallToolRequestParams(
             name=name, arguments=UNSET if arguments is None else dict(arguments)
         )
+        request = types.CallToolRequest(id=self.next_id(), params=params)
+        try:
+            return ToolResult(await self.request(request, progress=progress, timeout=timeout))
+        except RequestError as exc:
+            mirrors = getattr(self._stream, "remember_tool_params", None) is not None
+            if exc.code != ErrorCode.HEADER_MISMATCH or not mirrors or self.model != "stateless":
+                raise
+        await self.list_tools(timeout=timeout)
         request = types.CallToolRequest(id=self.next_id(), params=params)
         return ToolResult(await self.request(request, progress=progress, timeout=timeout))
 
@@ -775,6 +864,32 @@ class Client:
         if uris:
             wanted["resourceSubscriptions"] = uris
         return Subscription(self, msgspec.convert(wanted, types.SubscriptionFilter))
+
+
+async def _mirrored_tool_pages(
+    pages: AsyncGenerator[Any, None], remember: Callable[[Mapping[str, Any]], None]
+) -> AsyncGenerator[Any, None]:
+    """``pages`` without the tools whose ``x-mcp-header`` annotations are invalid; the
+    others' annotations go to ``remember`` (name -> ``ParamHeader``\\ s)."""
+    from mcpspec.runtime.mirror import MirrorError, param_headers
+
+    try:
+        async for page in pages:
+            kept: list[Any] = []
+            annotated: dict[str, Any] = {}
+            for tool in page.tools:
+                try:
+                    annotated[tool.name] = param_headers(msgspec.to_builtins(tool.input_schema))
+                except MirrorError as exc:
+                    logger.warning("tool %r left out: invalid x-mcp-header: %s", tool.name, exc)
+                    continue
+                kept.append(tool)
+            remember(annotated)
+            if len(kept) != len(page.tools):
+                page = msgspec.structs.replace(page, tools=kept)
+            yield page
+    finally:
+        await pages.aclose()
 
 
 def prompt_ref(name: str) -> dict[str, Any]:

@@ -1,0 +1,992 @@
+"""The client side of MCP over HTTP, for every era: :class:`HttpClientStream`.
+
+One :class:`~mcpspec.runtime.connection.transport.MessageStream` speaks whatever the
+server at a URL speaks, the messages telling it which era it is in:
+
+* Streamable HTTP (2025-03-26 ... 2025-11-25): every message is a POST with the headers
+  the revision requires (``Accept``, ``Content-Type``, ``MCP-Protocol-Version`` once
+  negotiated, ``Mcp-Session-Id`` once the server minted one). A request's answer is read
+  in a task of its own, from an ``application/json`` body or a ``text/event-stream``
+  one; a stream that ends before the answer is resumed with ``GET`` and
+  ``Last-Event-ID`` (after the server's ``retry``). Once initialized, a standalone
+  ``GET`` stream carries the server's own requests and notifications. Closing sends
+  ``DELETE`` for the session.
+* Streamable HTTP 2026-07-28 (stateless): the mirrored request headers
+  (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) come from
+  :mod:`mcpspec.runtime.mirror`; cancelling a request closes its response stream
+  (``notifications/cancelled`` is not posted); ``subscriptions/listen`` is a long-lived
+  response stream like any other.
+* HTTP+SSE (2024-11-05): when ``initialize`` is refused with 400, 404 or 405 and no
+  JSON-RPC body (``transport="auto"``), or with ``transport="sse"``, the stream ``GET``\\ s
+  the URL (then its ``sse`` sibling) for the ``endpoint`` event and from then on posts
+  every message there and reads every server message from that stream.
+
+HTTP failures never leave a request waiting: a 4xx/5xx with a JSON-RPC body is
+delivered as that message (an error with id null answers the request posted); without
+one, and for a transport failure, a response stream that ends unanswered or an oversized
+answer, a JSON-RPC error response for the request is made up here (code -32000, ``data``
+with the HTTP ``status`` and the start of the ``body``).
+
+A 404 to a message carrying the session id means the server ended the session: as the
+specification says, the stream opens a new one (the same ``initialize`` posted again
+without the id, then ``notifications/initialized``; the same protocol version must come
+back) and posts the message again; what the old session held on the server is not set
+again. When that is off (``renew_sessions=False``) or fails, the request fails (message
+``"Session expired ..."``) and the stream ends (``ConnectionClosed`` for what follows).
+
+Every buffer is bounded: one message by ``max_message_size``, the queue of received
+messages by ``queue_size`` (a full queue holds the responses back), error bodies by
+what is kept of them, reconnections by ``max_reconnects``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from types import TracebackType
+from typing import Any, Final, Literal
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import anyio.abc
+import httpx
+import msgspec
+from msgspec import UNSET
+
+from mcpspec.runtime.mirror import MirrorError, ParamHeader, request_headers
+from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
+
+from ..errors import ConnectionClosed, MessageTooLarge
+from ..transport import DEFAULT_MAX_MESSAGE_SIZE
+from .client_events import SseDecoder
+from .client_sse import LegacySseChannel, NoSseEndpoint
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HttpClientStream",
+    "HttpTransport",
+]
+
+logger = logging.getLogger("mcpspec.connection")
+
+#: Which HTTP transport a client speaks: ``"auto"`` (Streamable HTTP, falling back to
+#: HTTP+SSE when the URL has no Streamable HTTP endpoint), ``"streamable"`` or ``"sse"``.
+HttpTransport = Literal["auto", "streamable", "sse"]
+
+#: Seconds to connect, write, and read an answer that is not a stream.
+DEFAULT_TIMEOUT: Final = 30.0
+#: Received messages held until read.
+QUEUE_SIZE: Final = 64
+#: Reconnections in a row that bring nothing new before a stream is given up.
+MAX_RECONNECTS: Final = 5
+#: Seconds before reconnecting when the server did not say (``retry``).
+RECONNECT_DELAY: Final = 1.0
+#: How much of an error body is quoted in a made-up error.
+BODY_QUOTED: Final = 512
+#: Sessions renewed in a row (with no answered request between) before giving up.
+MAX_RENEWALS: Final = 3
+#: The longest session id accepted.
+MAX_SESSION_ID: Final = 1024
+#: Headers the stream writes; a caller's ``headers`` cannot set them.
+LIBRARY_HEADERS: Final = frozenset(
+    {
+        "accept",
+        "content-type",
+        "content-length",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "mcp-method",
+        "mcp-name",
+    }
+)
+#: The reason of the error a request gets, and of the end of the stream, when the server
+#: answers 404 to the session id.
+SESSION_EXPIRED: Final = (
+    "Session expired: the server no longer knows this session (HTTP 404); "
+    "a new connection starts a new one"
+)
+_PARAM_HEADER_PREFIX: Final = "mcp-param-"
+#: The first revision with the ``MCP-Protocol-Version`` header.
+_VERSION_HEADER_SINCE: Final = "2025-06-18"
+_ACCEPT_BOTH: Final = "application/json, text/event-stream"
+#: JSON-RPC code of the errors made up here (an implementation-defined server error).
+_TRANSPORT_ERROR: Final = -32000
+
+
+# -- what the stream reads of a message -------------------------------------------------------
+
+
+class _Params(msgspec.Struct, rename={"meta": "_meta", "request_id": "requestId"}):
+    meta: dict[str, Any] | None = None
+    request_id: Any = None
+
+
+class _Outgoing(msgspec.Struct):
+    """The members of an outgoing message that decide how it is posted."""
+
+    id: Any = UNSET
+    method: Any = None
+    params: _Params | None = None
+
+
+#: An absent member read as raw JSON (``null`` and absent read alike).
+_ABSENT: Final = msgspec.Raw(b"")
+
+
+class _Incoming(msgspec.Struct):
+    """The members of a received message that tell what it is."""
+
+    jsonrpc: Any = None
+    id: Any = UNSET
+    method: Any = None
+    result: msgspec.Raw = _ABSENT
+    error: msgspec.Raw = _ABSENT
+
+
+class _Version(msgspec.Struct, rename={"protocol_version": "protocolVersion"}):
+    protocol_version: Any = None
+
+
+class _InitializeAnswer(msgspec.Struct):
+    result: _Version | None = None
+
+
+_OUTGOING = msgspec.json.Decoder(_Outgoing)
+_INCOMING = msgspec.json.Decoder(_Incoming)
+_INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
+_BATCH = msgspec.json.Decoder(list[msgspec.Raw])
+_DECODE_FAILURES = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _outgoing(data: bytes) -> _Outgoing:
+    try:
+        return _OUTGOING.decode(data)
+    except _DECODE_FAILURES:
+        return _Outgoing()
+
+
+def _incoming(data: bytes) -> _Incoming | None:
+    try:
+        return _INCOMING.decode(data)
+    except _DECODE_FAILURES:
+        return None
+
+
+def _stateless_version(message: _Outgoing) -> str | None:
+    """The 2026-07-28 protocol version a request carries in its ``_meta``, if any."""
+    params = message.params
+    if params is None or params.meta is None:
+        return None
+    version = params.meta.get(META_PROTOCOL_VERSION)
+    return version if isinstance(version, str) else None
+
+
+def _media_type(response: httpx.Response) -> str:
+    value: str = response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
+
+
+class _BodyTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+async def _read_body(response: httpx.Response, limit: int) -> bytes:
+    """The body, read up to ``limit`` bytes; raises :class:`_BodyTooLarge` past it."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise _BodyTooLarge(len(body))
+    return bytes(body)
+
+
+class _Post:
+    """A request posted, whose answer a task reads."""
+
+    __slots__ = ("answered", "id", "method", "note", "renewed", "scope", "stateless")
+
+    def __init__(self, request_id: Any, method: str, stateless: bool) -> None:
+        self.id = request_id
+        self.method = method
+        self.stateless = stateless
+        self.scope = anyio.CancelScope()
+        self.answered = False
+        #: Whether it was posted again in a renewed session.
+        self.renewed = False
+        #: Why no answer came, when something explains it (an oversized event ...).
+        self.note: str | None = None
+
+
+class HttpClientStream:
+    """A message stream to the MCP server at ``url`` (see the module's docstring).
+
+    Use it as an async context manager (``Client.http`` does). ``headers`` are sent with
+    every HTTP request, but for the ones the stream writes itself (``Accept``,
+    ``Content-Type``, ``MCP-Protocol-Version``, ``Mcp-Session-Id``, ``Mcp-Method``,
+    ``Mcp-Name``, ``Mcp-Param-*``, ``Last-Event-ID``), which are dropped from them.
+    ``auth`` is an ``httpx`` auth (or ``(user, password)``); ``timeout`` bounds connecting,
+    writing and reading an answer that is not a stream (streams are read without one:
+    a request's own ``timeout`` bounds it). ``http_client`` is an ``httpx.AsyncClient`` to
+    use (TLS, proxies, pools: the caller's, and left open); without one the stream makes
+    one. ``transport`` picks the transport (:data:`HttpTransport`).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        http_client: httpx.AsyncClient | None = None,
+        transport: HttpTransport = "auto",
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        queue_size: int = QUEUE_SIZE,
+        max_reconnects: int = MAX_RECONNECTS,
+        reconnect_delay: float = RECONNECT_DELAY,
+        renew_sessions: bool = True,
+    ) -> None:
+        if transport not in ("auto", "streamable", "sse"):
+            raise ValueError(f"not an HTTP transport: {transport!r}")
+        if max_message_size < 1 or queue_size < 1 or max_reconnects < 0:
+            raise ValueError(
+                "max_message_size and queue_size must be positive, max_reconnects not negative"
+            )
+        self.url = url
+        self._headers = {
+            name: value
+            for name, value in (headers or {}).items()
+            if name.lower() not in LIBRARY_HEADERS
+            and not name.lower().startswith(_PARAM_HEADER_PREFIX)
+        }
+        self._auth: Any = httpx.USE_CLIENT_DEFAULT if auth is None else auth
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._stream_timeout = httpx.Timeout(
+            connect=self._timeout.connect,
+            read=None,
+            write=self._timeout.write,
+            pool=self._timeout.pool,
+        )
+        self._given_client = http_client
+        self._client: httpx.AsyncClient | None = None
+        self._transport_choice: HttpTransport = transport
+        self._limit = max_message_size
+        self._max_reconnects = max_reconnects
+        self._reconnect_delay = reconnect_delay
+        self._renew_sessions = renew_sessions
+        self._renewing = anyio.Lock()
+        self._renewals = 0
+        #: The opening messages, to open a new session with when the server ends one.
+        self._initialize_body: bytes | None = None
+        self._initialized_body: bytes | None = None
+        send, receive = anyio.create_memory_object_stream[bytes | MessageTooLarge](queue_size)
+        self._queue_in = send
+        self._queue_out = receive
+        self._task_group: anyio.abc.TaskGroup | None = None
+        #: The cancel scopes of the tasks running (closing cancels them).
+        self._scopes: set[anyio.CancelScope] = set()
+        self._posts: dict[Any, _Post] = {}
+        self._tool_params: dict[str, Sequence[ParamHeader]] = {}
+        self._initialize_id: Any = UNSET
+        self._legacy: LegacySseChannel | None = None
+        self._switching = anyio.Lock()
+        self._listening = False
+        self._closed = False
+        self._deleted = False
+        self._close_reason = "the connection is closed"
+        #: The session id the server minted (handshake revisions), if any.
+        self.session_id: str | None = None
+        #: The protocol version negotiated by ``initialize``, or of the last 2026-07-28
+        #: request; ``None`` before.
+        self.protocol_version: str | None = None
+        #: Whether the stream speaks the 2026-07-28 (stateless) model.
+        self.stateless = False
+        #: Whether the server said the session expired (HTTP 404).
+        self.session_expired = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def transport(self) -> Literal["streamable", "sse"]:
+        """The transport in use: ``"sse"`` once on HTTP+SSE, else ``"streamable"``."""
+        return "sse" if self._legacy is not None else "streamable"
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise ConnectionClosed("the HTTP stream is not open")
+        return self._client
+
+    async def __aenter__(self) -> HttpClientStream:
+        self._client = self._given_client if self._given_client is not None else httpx.AsyncClient()
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        if self._transport_choice == "sse":
+            try:
+                await self._open_legacy()
+            except BaseException:
+                await self.__aexit__(None, None, None)
+                raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+        task_group, self._task_group = self._task_group, None
+        if task_group is not None:
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(None, None, None)
+        if self._given_client is None and self._client is not None:
+            with anyio.CancelScope(shield=True):
+                await self._client.aclose()
+        self._client = None
+
+    async def aclose(self) -> None:
+        """End the session (``DELETE``, when the server minted one), stop every request
+        and stream in flight, and end :meth:`receive`. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for scope in list(self._scopes):
+            scope.cancel()
+        self._queue_in.close()
+        with anyio.CancelScope(shield=True):
+            await self._delete_session()
+
+    async def _delete_session(self) -> None:
+        session_id = self.session_id
+        if session_id is None or self._deleted or self._legacy is not None:
+            return
+        self._deleted = True
+        client = self._client
+        if client is None:
+            return
+        headers = {**self._headers, **self._session_headers()}
+        try:
+            with anyio.move_on_after(self._timeout.connect or DEFAULT_TIMEOUT):
+                response = await client.delete(
+                    self.url, headers=headers, auth=self._auth, timeout=self._timeout
+                )
+                if response.status_code >= 400 and response.status_code != 405:
+                    logger.debug("DELETE of the session answered %s", response.status_code)
+        except httpx.HTTPError as exc:
+            logger.debug("DELETE of the session failed: %r", exc)
+
+    def _end_receiving(self, reason: str) -> None:
+        """No more messages will come: :meth:`receive` raises ``ConnectionClosed`` once
+        the queued ones are read."""
+        self._close_reason = reason
+        self._queue_in.close()
+
+    # -- the MessageStream protocol -------------------------------------------------------------
+
+    async def receive(self) -> bytes:
+        """The next message of the server; raises ``ConnectionClosed`` at the end and
+        ``MessageTooLarge`` for one over the limit (dropped unread)."""
+        try:
+            item = await self._queue_out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise ConnectionClosed(self._close_reason) from None
+        if isinstance(item, MessageTooLarge):
+            raise item
+        return item
+
+    async def send(self, data: bytes) -> None:
+        """Post one message. A request's answer is read by a task of its own (``send``
+        returns once it is started); a notification or response is posted here."""
+        if self._closed or self._task_group is None or self.session_expired:
+            raise ConnectionClosed(self._close_reason)
+        message = _outgoing(data)
+        method = message.method if isinstance(message.method, str) else None
+        if method == "notifications/cancelled" and await self._cancel(message):
+            return
+        if method is not None and message.id is not UNSET:
+            await self._send_request(data, message, method)
+            return
+        await self._post_inline(data, message, method)
+
+    # -- tools (2026-07-28) ---------------------------------------------------------------------
+
+    def remember_tool_params(self, tools: Mapping[str, Sequence[ParamHeader]]) -> None:
+        """Learn the ``x-mcp-header`` parameters of tools (name -> ``ParamHeader``\\ s,
+        from :func:`mcpspec.runtime.mirror.param_headers`): ``tools/call`` requests for
+        them carry the ``Mcp-Param-*`` headers."""
+        self._tool_params.update(tools)
+
+    def _params_of(self, name: str) -> Sequence[ParamHeader]:
+        return self._tool_params.get(name, ())
+
+    # -- posting -------------------------------------------------------------------------------
+
+    def _session_headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        version = self.protocol_version
+        if not self.stateless and version is not None and version >= _VERSION_HEADER_SINCE:
+            headers["MCP-Protocol-Version"] = version
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    def _post_headers(self, data: bytes, message: _Outgoing) -> dict[str, str]:
+        headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
+        version = _stateless_version(message)
+        if version is not None:
+            headers["MCP-Protocol-Version"] = version
+            headers.update(_mirrored(data, self._params_of))
+            return headers
+        headers.update(self._session_headers())
+        return headers
+
+    async def _send_request(self, data: bytes, message: _Outgoing, method: str) -> None:
+        if method == "initialize":
+            # A probe may have gone before: its version is not this handshake's.
+            self._initialize_id = message.id
+            self._initialize_body = data
+            self.stateless = False
+            self.protocol_version = None
+        else:
+            version = _stateless_version(message)
+            if version is not None and self._initialize_id is UNSET:
+                self.stateless = True
+                self.protocol_version = version
+        post = _Post(message.id, method, _stateless_version(message) is not None)
+        if self._legacy is not None:
+            self._posts[post.id] = post
+            try:
+                await self._post_legacy(data, post)
+            finally:
+                self._posts.pop(post.id, None)
+            return
+        self._posts[post.id] = post
+        self._spawn(self._run_post, data, message, post)
+
+    async def _cancel(self, message: _Outgoing) -> bool:
+        """Act on an outgoing ``notifications/cancelled``: close the response stream of
+        the request it names (in 2026-07-28 that is the cancellation, and nothing is
+        posted: ``True``)."""
+        request_id = None if message.params is None else message.params.request_id
+        post = self._posts.get(request_id) if request_id is not None else None
+        if self.stateless or (post is not None and post.stateless):
+            if post is not None:
+                post.scope.cancel()
+            return True
+        if post is not None and self._legacy is None:
+            # Disconnecting is no cancellation here: the notification is posted too; the
+            # answer it makes moot is not waited for.
+            post.scope.cancel()
+        return False
+
+    async def _post_inline(self, data: bytes, message: _Outgoing, method: str | None) -> None:
+        """Post a notification or a response and read the server's acknowledgement."""
+        if self._legacy is not None:
+            await self._post_legacy(data, None)
+            return
+        if method == "notifications/initialized":
+            self._initialized_body = data
+        for attempt in range(2):
+            try:
+                headers = self._post_headers(data, message)
+            except MirrorError as exc:
+                raise ConnectionClosed(
+                    f"the message cannot be mirrored into headers: {exc}"
+                ) from exc
+            expired = await self._post_once(data, headers)
+            if expired is None:
+                break
+            if attempt or not await self._renew(expired):
+                self._expire()
+                raise ConnectionClosed(self._close_reason)
+        if method == "notifications/initialized" and not self._listening:
+            self._listening = True
+            self._spawn(self._listen)
+
+    async def _post_once(self, data: bytes, headers: dict[str, str]) -> str | None:
+        """Post a notification or response; the session id the server answered 404 to,
+        if it did."""
+        try:
+            async with self._http().stream(
+                "POST",
+                self.url,
+                content=data,
+                headers=headers,
+                auth=self._auth,
+                timeout=self._timeout,
+            ) as response:
+                status = response.status_code
+                if status == 404 and "Mcp-Session-Id" in headers:
+                    return headers["Mcp-Session-Id"]
+                if status >= 400:
+                    await self._deliver_error_body(response, None)
+        except httpx.HTTPError as exc:
+            raise ConnectionClosed(f"POST {self.url} failed: {exc!r}") from exc
+        return None
+
+    def _spawn(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run ``function(*args)`` in a task that closing the stream cancels."""
+        assert self._task_group is not None
+        self._task_group.start_soon(self._scoped, function, args)
+
+    async def _scoped(self, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        with anyio.CancelScope() as scope:
+            self._scopes.add(scope)
+            if self._closed:
+                scope.cancel()
+            try:
+                await function(*args)
+            finally:
+                self._scopes.discard(scope)
+
+    async def _run_post(self, data: bytes, message: _Outgoing, post: _Post) -> None:
+        """Post a request and deliver its answer, or an error made up for it."""
+        try:
+            with post.scope:
+                try:
+                    if await self._exchange(data, message, post):
+                        post.renewed = True
+                        await self._exchange(data, message, post)
+                except httpx.HTTPError as exc:
+                    post.note = f"HTTP request failed: {exc!r}"
+                except _BodyTooLarge as exc:
+                    post.note = (
+                        f"the answer of {exc.size}+ bytes is over the limit of {self._limit}"
+                    )
+                except MirrorError as exc:
+                    post.note = f"the request cannot be mirrored into headers: {exc}"
+                except Exception as exc:  # a bug here must not end every other request
+                    logger.exception("reading the answer to %s failed", post.method)
+                    post.note = f"the answer could not be read: {type(exc).__name__}"
+                if not post.answered:
+                    await self._make_up_error(post, post.note or "no answer from the server")
+        finally:
+            if self._posts.get(post.id) is post:
+                del self._posts[post.id]
+
+    async def _exchange(self, data: bytes, message: _Outgoing, post: _Post) -> bool:
+        """Post a request and deliver what answers it; ``True`` when the session expired
+        and a new one was opened: the request is to be posted again."""
+        headers = self._post_headers(data, message)
+        async with self._http().stream(
+            "POST",
+            self.url,
+            content=data,
+            headers=headers,
+            auth=self._auth,
+            timeout=self._stream_timeout,
+        ) as response:
+            status = response.status_code
+            if post.method == "initialize" and status < 300:
+                self._learn_session(response)
+            if status == 404 and "Mcp-Session-Id" in headers:
+                if not post.renewed and await self._renew(headers["Mcp-Session-Id"]):
+                    return True
+                await self._make_up_error(post, SESSION_EXPIRED, status=404)
+                self._expire()
+                return False
+            if status < 300:
+                self._renewals = 0
+            if status >= 400:
+                quoted = await self._deliver_error_body(response, post)
+                if quoted is None:
+                    return False
+                if (
+                    post.method == "initialize"
+                    and status in (400, 404, 405)
+                    and self._transport_choice == "auto"
+                    and await self._switch_to_legacy()
+                ):
+                    await self._post_legacy(data, post)
+                    return False
+                post.note = _status_note(response)
+                await self._make_up_error(post, post.note, status=status, body=quoted)
+                return False
+            media = _media_type(response)
+            if media == "text/event-stream":
+                decoder = SseDecoder(self._limit)
+                await self._read_events(response, decoder, post)
+                if not post.answered and not post.stateless:
+                    await self._resume(post, decoder)
+            elif media == "application/json":
+                await self._deliver_body(await _read_body(response, self._limit), post)
+            else:
+                post.note = f"HTTP {status} with {media or 'no body'}: no answer"
+        return False
+
+    def _learn_session(self, response: httpx.Response) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id is None:
+            return
+        if 0 < len(session_id) <= MAX_SESSION_ID and all(
+            0x21 <= ord(c) <= 0x7E for c in session_id
+        ):
+            self.session_id = session_id
+        else:
+            logger.warning("the server minted an invalid session id: ignored")
+
+    async def _renew(self, expired: str) -> bool:
+        """The server ended session ``expired`` (HTTP 404): open a new one as the
+        specification says (the same ``initialize`` posted without the session id, then
+        ``notifications/initialized``); whether the stream has a session to go on with.
+
+        The new session must negotiate the same protocol version; what the old one held
+        on the server (a logging level, resource subscriptions) is not set again."""
+        if (
+            not self._renew_sessions
+            or self._initialize_body is None
+            or self._initialized_body is None
+        ):
+            return False
+        async with self._renewing:
+            if self.session_id != expired:
+                return not self.session_expired  # renewed meanwhile
+            if self._renewals >= MAX_RENEWALS:
+                return False
+            self._renewals += 1
+            self.session_id = None
+            try:
+                with anyio.fail_after(self._timeout.read or DEFAULT_TIMEOUT):
+                    renewed = await self._initialize_again()
+            except (httpx.HTTPError, TimeoutError, _BodyTooLarge):
+                renewed = False
+            if renewed:
+                logger.info("the server ended the session: a new one was opened")
+            return renewed
+
+    async def _initialize_again(self) -> bool:
+        assert self._initialize_body is not None and self._initialized_body is not None
+        version = self.protocol_version
+        headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
+        async with self._http().stream(
+            "POST",
+            self.url,
+            content=self._initialize_body,
+            headers=headers,
+            auth=self._auth,
+            timeout=self._stream_timeout,
+        ) as response:
+            if response.status_code >= 300:
+                return False
+            self._learn_session(response)
+            answered = await self._initialize_answer(response)
+        if answered is None or answered != version:
+            self.session_id = None
+            return False
+        self.protocol_version = answered
+        headers.update(self._session_headers())
+        response = await self._http().post(
+            self.url,
+            content=self._initialized_body,
+            headers=headers,
+            auth=self._auth,
+            timeout=self._timeout,
+        )
+        return response.status_code < 300
+
+    async def _initialize_answer(self, response: httpx.Response) -> str | None:
+        """The protocol version of the initialize result in ``response`` (JSON or
+        SSE); nothing of it is delivered."""
+
+        def version_of(data: bytes) -> str | None:
+            message = _incoming(data)
+            if message is None or message.id != self._initialize_id or not message.result:
+                return None
+            try:
+                result = _INITIALIZE_ANSWER.decode(data).result
+            except _DECODE_FAILURES:
+                return None
+            found = None if result is None else result.protocol_version
+            return found if isinstance(found, str) else None
+
+        if _media_type(response) == "application/json":
+            return version_of(await _read_body(response, self._limit))
+        if _media_type(response) != "text/event-stream":
+            return None
+        decoder = SseDecoder(self._limit)
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                if event.event == "message" and event.data is not None:
+                    version = version_of(event.data)
+                    if version is not None:
+                        return version
+        return None
+
+    def _expire(self) -> None:
+        """The server answered 404 to the session id: the session is over."""
+        self.session_expired = True
+        self.session_id = None
+        self._deleted = True
+        self._end_receiving(SESSION_EXPIRED)
+
+    # -- answers --------------------------------------------------------------------------------
+
+    async def _put(self, item: bytes | MessageTooLarge) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._queue_in.send(item)  # closed: nobody reads any more
+
+    async def _deliver_message(self, data: bytes, post: _Post | None) -> None:
+        """Queue one message (or each of a batch), noting when it answers ``post``."""
+        if data.lstrip()[:1] == b"[":
+            try:
+                items = _BATCH.decode(data)
+            except _DECODE_FAILURES:
+                await self._put(data)  # the session reports it
+                return
+            for item in items:
+                await self._deliver_message(bytes(item), post)
+            return
+        if post is not None and not post.answered:
+            message = _incoming(data)
+            if message is not None and message.method is None and message.id == post.id:
+                post.answered = True
+                self._learn_version(post, data)
+        elif post is None and self._legacy is not None and self._initialize_id is not UNSET:
+            # HTTP+SSE: the answer to initialize comes on the stream.
+            message = _incoming(data)
+            if message is not None and message.method is None and message.id == self._initialize_id:
+                self._learn_version(_Post(message.id, "initialize", False), data)
+        await self._put(data)
+
+    def _learn_version(self, post: _Post, data: bytes) -> None:
+        if post.method != "initialize" or post.id != self._initialize_id:
+            return
+        try:
+            result = _INITIALIZE_ANSWER.decode(data).result
+        except _DECODE_FAILURES:
+            return
+        if result is not None and isinstance(result.protocol_version, str):
+            self.protocol_version = result.protocol_version[:64]
+
+    async def _deliver_body(self, body: bytes, post: _Post) -> None:
+        if body.strip():
+            await self._deliver_message(body, post)
+
+    async def _deliver_error_body(self, response: httpx.Response, post: _Post | None) -> str | None:
+        """Deliver the JSON-RPC message of an error answer, if it is one (an error with
+        id null, or none, answers ``post``): ``None``; else the start of the body, to
+        quote."""
+        try:
+            body = await _read_body(response, self._limit)
+        except _BodyTooLarge as exc:
+            return f"({exc.size}+ bytes)"
+        except httpx.HTTPError:
+            body = b""
+        quoted = body[:BODY_QUOTED].decode("utf-8", "replace")
+        message = _incoming(body) if body.lstrip()[:1] == b"{" else None
+        if message is None or message.jsonrpc != "2.0":
+            return quoted
+        if not message.error and not message.result:
+            return quoted
+        if post is not None and message.error and message.id in (UNSET, None):
+            body = msgspec.json.encode(
+                {"jsonrpc": "2.0", "id": post.id, "error": msgspec.json.decode(message.error)}
+            )
+        await self._deliver_message(body, post)
+        return None
+
+    async def _make_up_error(
+        self, post: _Post, reason: str, *, status: int | None = None, body: str = ""
+    ) -> None:
+        """Answer ``post`` with an error response made up here."""
+        data: dict[str, Any] = {}
+        if status is not None:
+            data["status"] = status
+        if body:
+            data["body"] = body
+        error: dict[str, Any] = {"code": _TRANSPORT_ERROR, "message": reason}
+        if data:
+            error["data"] = data
+        post.answered = True
+        await self._put(msgspec.json.encode({"jsonrpc": "2.0", "id": post.id, "error": error}))
+
+    # -- streams --------------------------------------------------------------------------------
+
+    async def _read_events(
+        self, response: httpx.Response, decoder: SseDecoder, post: _Post | None
+    ) -> bool:
+        """Deliver the ``message`` events of an SSE body until it ends (or answers
+        ``post``); whether any event came."""
+        seen = False
+        async for chunk in response.aiter_bytes():
+            before = decoder.last_event_id
+            for event in decoder.feed(chunk):
+                seen = True
+                if event.event != "message":
+                    continue
+                if event.data is None:
+                    if post is not None:
+                        post.note = (
+                            f"an event of {event.size} bytes over the limit of {self._limit} "
+                            "was dropped"
+                        )
+                    await self._put(MessageTooLarge(event.size, self._limit))
+                    continue
+                await self._deliver_message(event.data, post)
+            seen = seen or decoder.last_event_id != before
+            if post is not None and post.answered:
+                return seen
+        if post is not None and decoder.dropping:
+            post.note = f"an event over the limit of {self._limit} bytes was dropped"
+        return seen
+
+    def _get_headers(self, last_event_id: str | None) -> dict[str, str]:
+        headers = {**self._headers, "Accept": "text/event-stream", **self._session_headers()}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return headers
+
+    async def _resume(self, post: _Post, decoder: SseDecoder) -> None:
+        """A response stream ended before its answer: reconnect with ``GET`` and
+        ``Last-Event-ID`` (after the server's ``retry``) while that brings events."""
+        failures = 0
+        while not post.answered and decoder.last_event_id is not None:
+            if failures >= self._max_reconnects:
+                post.note = f"the response stream broke {failures} times without an answer"
+                return
+            delay = decoder.retry if decoder.retry is not None else self._reconnect_delay
+            await anyio.sleep(delay)
+            resumed = SseDecoder(self._limit)
+            resumed.last_event_id, resumed.retry = decoder.last_event_id, decoder.retry
+            decoder = resumed
+            try:
+                async with self._http().stream(
+                    "GET",
+                    self.url,
+                    headers=self._get_headers(decoder.last_event_id),
+                    auth=self._auth,
+                    timeout=self._stream_timeout,
+                ) as response:
+                    if response.status_code >= 400 or _media_type(response) != "text/event-stream":
+                        post.note = f"resuming the response stream: HTTP {response.status_code}"
+                        return
+                    progressed = await self._read_events(response, decoder, post)
+            except httpx.HTTPError:
+                progressed = False
+            failures = 0 if progressed else failures + 1
+        if not post.answered and post.note is None:
+            post.note = "the response stream ended without an answer"
+
+    async def _listen(self) -> None:
+        """The standalone ``GET`` stream of the server's own requests and notifications
+        (handshake revisions), reconnected while it brings something."""
+        last_event_id: str | None = None
+        retry: float | None = None
+        failures = 0
+        while failures <= self._max_reconnects and not self._closed:
+            decoder = SseDecoder(self._limit)
+            decoder.last_event_id, decoder.retry = last_event_id, retry
+            try:
+                async with self._http().stream(
+                    "GET",
+                    self.url,
+                    headers=self._get_headers(last_event_id),
+                    auth=self._auth,
+                    timeout=self._stream_timeout,
+                ) as response:
+                    if response.status_code >= 400 or _media_type(response) != "text/event-stream":
+                        logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
+                        return
+                    progressed = await self._read_events(response, decoder, None)
+            except httpx.HTTPError as exc:
+                logger.debug("the standalone SSE stream broke: %r", exc)
+                progressed = False
+            last_event_id, retry = decoder.last_event_id, decoder.retry
+            failures = 0 if progressed else failures + 1
+            await anyio.sleep(retry if retry is not None else self._reconnect_delay)
+
+    # -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------
+
+    async def _open_legacy(self) -> None:
+        assert self._task_group is not None
+        channel = LegacySseChannel(
+            self._http(),
+            headers=self._headers,
+            auth=self._auth,
+            timeout=self._stream_timeout,
+            max_message_size=self._limit,
+            deliver=self._put_legacy,
+            ended=self._end_receiving,
+        )
+        failures: list[str] = []
+        for url in _sse_urls(self.url):
+            try:
+                await channel.open(self._task_group, url, wait=self._timeout.read)
+            except NoSseEndpoint as exc:
+                failures.append(str(exc))
+                continue
+            self._legacy = channel
+            logger.debug("%s speaks HTTP+SSE: posting to %s", self.url, channel.endpoint)
+            return
+        raise ConnectionClosed("no HTTP+SSE endpoint: " + "; ".join(failures))
+
+    async def _put_legacy(self, item: bytes | MessageTooLarge) -> None:
+        if isinstance(item, MessageTooLarge):
+            await self._put(item)
+        else:
+            await self._deliver_message(item, None)
+
+    async def _switch_to_legacy(self) -> bool:
+        """Try HTTP+SSE after ``initialize`` was refused."""
+        async with self._switching:
+            if self._legacy is not None:
+                return True
+            try:
+                await self._open_legacy()
+            except ConnectionClosed as exc:
+                logger.debug("no fallback to HTTP+SSE: %s", exc)
+                return False
+            return True
+
+    async def _post_legacy(self, data: bytes, post: _Post | None) -> None:
+        """Post a message to the HTTP+SSE endpoint; its answer comes on the stream."""
+        channel = self._legacy
+        assert channel is not None and channel.endpoint is not None
+        headers = {**self._headers, "Content-Type": "application/json"}
+        try:
+            async with self._http().stream(
+                "POST",
+                channel.endpoint,
+                content=data,
+                headers=headers,
+                auth=self._auth,
+                timeout=self._timeout,
+            ) as response:
+                status = response.status_code
+                if status < 400:
+                    if post is not None:
+                        post.answered = True  # the answer comes on the SSE stream
+                    return
+                quoted = await self._deliver_error_body(response, post)
+                if quoted is not None and post is not None:
+                    await self._make_up_error(
+                        post, _status_note(response), status=status, body=quoted
+                    )
+        except (httpx.HTTPError, _BodyTooLarge) as exc:
+            if post is None:
+                raise ConnectionClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
+            await self._make_up_error(post, f"HTTP request failed: {exc!r}")
+
+
+def _status_note(response: httpx.Response) -> str:
+    return f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
+
+def _sse_urls(url: str) -> list[str]:
+    """Where an HTTP+SSE stream may be: the URL itself, then its ``sse`` sibling."""
+    urls = [url]
+    if not urlsplit(url).path.rstrip("/").endswith("/sse"):
+        sibling = urljoin(url, "sse")
+        if sibling != url:
+            urls.append(sibling)
+    return urls
+
+
+def _mirrored(data: bytes, params_of: Callable[[str], Sequence[ParamHeader]]) -> dict[str, str]:
+    """The 2026-07-28 request headers mirrored from the body."""
+    return request_headers(data, params_of)

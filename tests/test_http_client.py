@@ -1,0 +1,951 @@
+"""The HTTP client (``Client.http``, ``HttpClientStream``) against scripted HTTP servers and
+against this project's own ASGI app, served by uvicorn in this process on a port the OS
+picks: the headers each era requires, session expiry, error bodies that are not JSON-RPC,
+the ``server/discover`` probe refused with id null, resuming a response stream with
+``Last-Event-ID``, hostile and oversized answers, the standalone ``GET`` stream, the
+fallback to HTTP+SSE, ``DELETE`` on close, and 2026-07-28 cancellation by closing the
+response stream, ``x-mcp-header`` tools and ``subscriptions/listen``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from mcpspec.runtime.connection import (
+    Client,
+    ConnectionClosed,
+    NegotiationRefused,
+    RequestError,
+    Server,
+    Tool,
+)
+from mcpspec.runtime.connection.context import RequestContext
+from mcpspec.runtime.connection.http.client import HttpClientStream
+from mcpspec.runtime.connection.http.client_events import SseDecoder, SseEvent
+from tests.test_connection_client import Probe, demo_server
+
+pytestmark = pytest.mark.anyio
+
+#: A hang guard for waits on events the test itself causes (never a timed assertion).
+GUARD = 20
+HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODES = ("auto", "legacy", "2026-07-28", *HANDSHAKE)
+EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", **{m: m for m in MODES[2:]}}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn serves on asyncio
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn in this process; yields its base URL. The socket listens
+    before the server starts, so connections wait in its backlog until it serves."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="off"))
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(lambda: server.serve(sockets=[sock]))
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+            server.force_exit = True
+
+
+# -- a scripted server ------------------------------------------------------------------------
+
+
+class Seen:
+    """One HTTP request the scripted server got."""
+
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: Any) -> None:
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+
+    @property
+    def rpc(self) -> str | None:
+        return self.body.get("method") if isinstance(self.body, dict) else None
+
+
+Handler = Callable[[Seen], Awaitable[Response | None]]
+
+
+class Scripted:
+    """A scripted MCP server over HTTP: ``handle`` answers what it wants to, the rest gets
+    the answers of a plain 2025-11-25 server (session ``s1``; GET: 405)."""
+
+    def __init__(self, handle: Handler | None = None, *, version: str = "2025-11-25") -> None:
+        self.handle = handle
+        self.version = version
+        self.seen: list[Seen] = []
+        self.deleted = anyio.Event()
+
+    def app(self) -> Starlette:
+        methods = ["GET", "POST", "DELETE"]
+        return Starlette(
+            routes=[Route("/{path:path}", self._endpoint, methods=methods)],
+        )
+
+    async def _endpoint(self, request: Request) -> Response:
+        raw = await request.body()
+        body = json.loads(raw) if raw else None
+        seen = Seen(request.method, request.url.path, dict(request.headers), body)
+        self.seen.append(seen)
+        if self.handle is not None:
+            answer = await self.handle(seen)
+            if answer is not None:
+                return answer
+        return self.default(seen)
+
+    def default(self, seen: Seen) -> Response:
+        if seen.method == "DELETE":
+            self.deleted.set()
+            return Response(status_code=200)
+        if seen.method == "GET":
+            return Response(status_code=405)
+        message = seen.body
+        if "id" not in message or "method" not in message:
+            return Response(status_code=202)  # a notification or a response
+        if message["method"] == "initialize":
+            return JSONResponse(
+                result(message, initialize_result(self.version)),
+                headers={"Mcp-Session-Id": "s1"},
+            )
+        if message["method"] == "tools/call":
+            text = message["params"]["arguments"].get("text", "")
+            return JSONResponse(result(message, {"content": [{"type": "text", "text": text}]}))
+        return JSONResponse(error(message["id"], -32601, "Method not found"))
+
+    def posted(self, rpc: str) -> list[Seen]:
+        return [s for s in self.seen if s.method == "POST" and s.rpc == rpc]
+
+
+def initialize_result(version: str) -> dict[str, Any]:
+    return {
+        "protocolVersion": version,
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "scripted", "version": "1"},
+    }
+
+
+def result(message: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message["id"], "result": value}
+
+
+def error(request_id: Any, code: int, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
+
+
+def sse(*events: str) -> bytes:
+    return "".join(events).encode()
+
+
+def sse_message(message: dict[str, Any], event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: message\ndata: {json.dumps(message)}\n\n"
+
+
+def tool_text(message: dict[str, Any], text: str) -> dict[str, Any]:
+    return result(message, {"content": [{"type": "text", "text": text}]})
+
+
+# -- headers, sessions, DELETE --------------------------------------------------------------
+
+
+async def test_headers_of_each_message_and_delete_on_close() -> None:
+    scripted = Scripted()
+    async with serving(scripted.app()) as base:
+        client = Client.http(
+            f"{base}/mcp",
+            mode="2025-11-25",
+            headers={"Authorization": "Bearer t", "Accept": "text/html", "Mcp-Session-Id": "x"},
+        )
+        async with client:
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            stream = client.transport
+            assert isinstance(stream, HttpClientStream)
+            assert stream.session_id == "s1" and stream.transport == "streamable"
+        with anyio.fail_after(GUARD):
+            await scripted.deleted.wait()
+    (initialize,) = scripted.posted("initialize")
+    assert initialize.headers["accept"] == "application/json, text/event-stream"
+    assert initialize.headers["content-type"] == "application/json"
+    assert initialize.headers["authorization"] == "Bearer t"
+    assert "mcp-session-id" not in initialize.headers
+    assert "mcp-protocol-version" not in initialize.headers
+    for later in (*scripted.posted("notifications/initialized"), *scripted.posted("tools/call")):
+        assert later.headers["mcp-session-id"] == "s1"
+        assert later.headers["mcp-protocol-version"] == "2025-11-25"
+        assert later.headers["accept"] == "application/json, text/event-stream"
+    (delete,) = [s for s in scripted.seen if s.method == "DELETE"]
+    assert delete.headers["mcp-session-id"] == "s1"
+
+
+async def test_no_protocol_version_header_before_2025_06_18() -> None:
+    scripted = Scripted(version="2025-03-26")
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-03-26") as client,
+    ):
+        await client.call_tool("echo", {"text": "x"})
+    (call,) = scripted.posted("tools/call")
+    assert "mcp-protocol-version" not in call.headers
+    assert call.headers["mcp-session-id"] == "s1"
+
+
+async def test_an_invalid_session_id_is_not_sent_back() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "initialize":
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": "has space"})
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        await client.call_tool("echo", {"text": "x"})
+        assert client.transport.session_id is None
+    assert all("mcp-session-id" not in s.headers for s in scripted.seen)
+    assert not [s for s in scripted.seen if s.method == "DELETE"]
+
+
+async def test_a_session_the_server_ends_is_renewed() -> None:
+    minted = iter(["s1", "s2"])
+    live: set[str] = set()
+
+    async def handle(seen: Seen) -> Response | None:
+        session = seen.headers.get("mcp-session-id")
+        if seen.rpc == "initialize":
+            session = next(minted)
+            live.add(session)
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": session})
+        if seen.method == "POST" and session not in live:
+            return Response(status_code=404)
+        if seen.rpc == "tools/call" and seen.body["params"]["arguments"]["text"] == "end":
+            live.discard(session)  # the server ends the session, then answers 404
+            return Response(status_code=404)
+        return None
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        async with Client.http(f"{base}/mcp", mode="2025-11-25") as client:
+            assert (await client.call_tool("echo", {"text": "a"})).text == "a"
+            with pytest.raises(RequestError):
+                # Posted in the new session too, where this text ends it again.
+                await client.call_tool("echo", {"text": "end"})
+        assert client.closed
+    first, second = scripted.posted("initialize")
+    assert "mcp-session-id" not in second.headers
+    assert second.body["params"] == first.body["params"]
+    assert [s.headers["mcp-session-id"] for s in scripted.posted("notifications/initialized")] == [
+        "s1",
+        "s2",
+    ]
+    calls = [
+        (s.headers["mcp-session-id"], s.body["params"]["arguments"]["text"])
+        for s in scripted.posted("tools/call")
+    ]
+    assert calls == [("s1", "a"), ("s1", "end"), ("s2", "end")]
+
+
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+async def test_a_request_goes_on_in_the_renewed_session(media: str) -> None:
+    minted = iter(["s1", "s2"])
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "initialize":
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            headers = {"Mcp-Session-Id": next(minted)}
+            if media == "application/json":
+                return JSONResponse(answer, headers=headers)
+            note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
+            body = sse("id: p\ndata:\n\n", sse_message(note), sse_message(answer))
+            return Response(body, media_type=media, headers=headers)
+        if seen.rpc == "tools/call" and seen.headers.get("mcp-session-id") == "s1":
+            return Response(status_code=404)  # s1 ended after initialization
+        return None
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        async with Client.http(f"{base}/mcp", mode="2025-11-25") as client:
+            assert (await client.call_tool("echo", {"text": "x"})).text == "x"
+            assert client.transport.session_id == "s2"
+            assert (await client.call_tool("echo", {"text": "y"})).text == "y"
+        with anyio.fail_after(GUARD):
+            await scripted.deleted.wait()
+    (delete,) = [s for s in scripted.seen if s.method == "DELETE"]
+    assert delete.headers["mcp-session-id"] == "s2"
+
+
+@pytest.mark.parametrize("renew", [True, False])
+async def test_a_session_that_stays_gone_expires(renew: bool) -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            return Response(status_code=404)
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25", renew_sessions=renew) as client,
+    ):
+        with pytest.raises(RequestError) as raised:
+            await client.call_tool("echo", {"text": "x"})
+        assert raised.value.error.message.startswith("Session expired")
+        assert raised.value.error.data == {"status": 404}
+        assert client.transport.session_expired
+        with pytest.raises(ConnectionClosed):
+            await client.call_tool("echo", {"text": "y"})
+    assert not [s for s in scripted.seen if s.method == "DELETE"]
+    assert len(scripted.posted("tools/call")) == (2 if renew else 1)
+    assert len(scripted.posted("initialize")) == (2 if renew else 1)
+
+
+# -- error answers ----------------------------------------------------------------------------
+
+
+async def test_an_error_status_without_json_rpc_fails_the_request() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call" and seen.body["params"]["arguments"]["text"] == "x":
+            page = "<html>" + "boom " * 1000 + "</html>"
+            return Response(page, status_code=502, media_type="text/html")
+        return None
+
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with pytest.raises(RequestError) as raised:
+            await client.call_tool("echo", {"text": "x"})
+        error_object = raised.value.error
+        assert error_object.code == -32000
+        assert error_object.message == "HTTP 502 Bad Gateway"
+        assert error_object.data["status"] == 502
+        assert error_object.data["body"].startswith("<html>boom")
+        assert len(error_object.data["body"]) <= 512
+        # The connection goes on.
+        assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+
+
+async def test_an_error_status_with_json_rpc_is_that_error() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            answer = {"jsonrpc": "2.0", "error": {"code": -32602, "message": "bad name"}}
+            return JSONResponse(answer, status_code=400)
+        return None
+
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with pytest.raises(RequestError) as raised:
+            await client.call_tool("echo", {"text": "x"})
+        assert raised.value.error.code == -32602
+        assert raised.value.error.message == "bad name"
+
+
+async def test_the_probe_refused_with_id_null_falls_back_to_initialize() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "server/discover":
+            refusal = error(None, -32000, "Server not initialized")
+            return JSONResponse(refusal, status_code=400)
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", open_timeout=GUARD) as client,
+    ):
+        assert client.revision == "2025-11-25"
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+    posts = [s.rpc for s in scripted.seen if s.method == "POST"]
+    assert posts[:3] == ["server/discover", "initialize", "notifications/initialized"]
+    (probe,) = scripted.posted("server/discover")
+    assert probe.headers["mcp-protocol-version"] == "2026-07-28"
+    assert probe.headers["mcp-method"] == "server/discover"
+    (initialize,) = scripted.posted("initialize")
+    assert "mcp-protocol-version" not in initialize.headers
+    assert "mcp-method" not in initialize.headers
+    (call,) = scripted.posted("tools/call")
+    assert call.headers["mcp-protocol-version"] == "2025-11-25"
+    assert "mcp-method" not in call.headers
+
+
+async def test_the_probe_refused_with_an_empty_404_falls_back_to_initialize() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "server/discover":
+            return Response(status_code=404)
+        return None
+
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", open_timeout=GUARD) as client,
+    ):
+        assert client.revision == "2025-11-25"
+
+
+async def test_a_transport_failure_fails_negotiation_instead_of_hanging() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there
+    with pytest.raises(NegotiationRefused) as raised:
+        async with Client.http(f"http://127.0.0.1:{port}/mcp", mode="legacy"):
+            pass
+    assert "HTTP request failed" in str(raised.value)
+
+
+# -- SSE answers ------------------------------------------------------------------------------
+
+
+async def test_an_sse_answer_with_notifications_first() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            token = seen.body["params"]["_meta"]["progressToken"]
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 2},
+            }
+            body = sse(
+                ": keep-alive\n\n",
+                sse_message(progress),
+                sse_message(tool_text(seen.body, "streamed")),
+            )
+            return Response(body, media_type="text/event-stream")
+        return None
+
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        seen: list[Any] = []
+        answer = await client.call_tool("echo", {"text": "x"}, progress=seen.append)
+        assert answer.text == "streamed"
+        assert [event.progress for event in seen] == [1]
+
+
+async def test_a_broken_response_stream_resumes_with_last_event_id() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            # Priming event, a retry of 1 ms, then the connection closes unanswered.
+            return Response(
+                sse("id: e1\ndata:\n\n", "retry: 1\n\n"), media_type="text/event-stream"
+            )
+        if seen.method == "GET" and seen.headers.get("last-event-id") == "e1":
+            (call,) = scripted.posted("tools/call")
+            body = sse_message(tool_text(call.body, "resumed"), "e2")
+            return Response(body.encode(), media_type="text/event-stream")
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        assert (await client.call_tool("echo", {"text": "x"})).text == "resumed"
+    (resumed,) = [s for s in scripted.seen if s.headers.get("last-event-id") == "e1"]
+    assert resumed.method == "GET"
+    assert resumed.headers["accept"] == "text/event-stream"
+    assert resumed.headers["mcp-session-id"] == "s1"
+
+
+async def test_a_stream_that_ends_unanswered_without_event_ids_fails_the_request() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            return Response(sse(": nothing\n\n"), media_type="text/event-stream")
+        return None
+
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with pytest.raises(RequestError) as raised:
+            await client.call_tool("echo", {"text": "x"})
+        assert raised.value.error.message == "the response stream ended without an answer"
+
+
+async def test_oversized_answers_fail_their_request_and_the_connection_goes_on() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc != "tools/call":
+            return None
+        text = seen.body["params"]["arguments"]["text"]
+        if text == "json":
+            return JSONResponse(tool_text(seen.body, "x" * 5000))
+        if text == "event":
+            big = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"x": "y" * 5000}}
+            body = sse(sse_message(big), sse_message(tool_text(seen.body, "after")))
+            return Response(body, media_type="text/event-stream")
+        if text == "line":
+            # A line that never ends.
+            return Response(b"data: " + b"z" * 100_000, media_type="text/event-stream")
+        return None
+
+    async with serving(Scripted(handle).app()) as base:
+        client = Client.http(f"{base}/mcp", mode="2025-11-25", max_message_size=1000)
+        async with client:
+            with pytest.raises(RequestError) as raised:
+                await client.call_tool("echo", {"text": "json"})
+            assert "over the limit of 1000" in raised.value.error.message
+            assert (await client.call_tool("echo", {"text": "event"})).text == "after"
+            with pytest.raises(RequestError) as raised:
+                await client.call_tool("echo", {"text": "line"})
+            assert "over the limit" in raised.value.error.message
+            assert (await client.call_tool("echo", {"text": "fine"})).text == "fine"
+
+
+async def test_the_standalone_get_stream_brings_server_notifications() -> None:
+    got = anyio.Event()
+    notes: list[Any] = []
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method == "GET":
+            changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+            async def events() -> AsyncIterator[bytes]:
+                yield sse_message(changed, "g1").encode()
+                await anyio.sleep_forever()
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+        return None
+
+    def on_notification(note: Any) -> None:
+        notes.append(note)
+        got.set()
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        client = Client.http(f"{base}/mcp", mode="2025-11-25", on_notification=on_notification)
+        async with client:
+            with anyio.fail_after(GUARD):
+                await got.wait()
+    assert notes[0].method == "notifications/tools/list_changed"
+    (listen,) = [s for s in scripted.seen if s.method == "GET"]
+    assert listen.headers["accept"] == "text/event-stream"
+    assert listen.headers["mcp-session-id"] == "s1"
+    assert "last-event-id" not in listen.headers
+
+
+async def test_the_standalone_get_stream_reconnects_with_last_event_id() -> None:
+    got = anyio.Event()
+    notes: list[Any] = []
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method != "GET":
+            return None
+        if "last-event-id" not in seen.headers:
+            # One event, a retry of 1 ms, and the connection closes.
+            first = {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
+            body = sse(sse_message(first, "g1"), "retry: 1\n\n")
+            return Response(body, media_type="text/event-stream")
+        second = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+        async def events() -> AsyncIterator[bytes]:
+            yield sse_message(second, "g2").encode()
+            await anyio.sleep_forever()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    def on_notification(note: Any) -> None:
+        notes.append(note.method)
+        if len(notes) == 2:
+            got.set()
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        client = Client.http(f"{base}/mcp", mode="2025-11-25", on_notification=on_notification)
+        async with client:
+            with anyio.fail_after(GUARD):
+                await got.wait()
+    assert notes == ["notifications/prompts/list_changed", "notifications/tools/list_changed"]
+    first, second = [s for s in scripted.seen if s.method == "GET"]
+    assert "last-event-id" not in first.headers
+    assert second.headers["last-event-id"] == "g1"
+
+
+# -- HTTP+SSE (2024-11-05) --------------------------------------------------------------------
+
+
+class LegacyServer:
+    """A scripted HTTP+SSE server: ``GET /sse`` gives the endpoint, ``POST /messages``
+    answers on that stream; everything else is 404."""
+
+    def __init__(self, endpoint: str = "/messages?session=1") -> None:
+        self.endpoint = endpoint
+        self.send, self.receive = anyio.create_memory_object_stream[bytes](16)
+        self.posted: list[dict[str, Any]] = []
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/sse", self.stream, methods=["GET"]),
+                Route("/messages", self.message, methods=["POST"]),
+            ]
+        )
+
+    async def stream(self, request: Request) -> Response:
+        async def events() -> AsyncIterator[bytes]:
+            yield f"event: endpoint\ndata: {self.endpoint}\n\n".encode()
+            async for data in self.receive:
+                yield data
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def message(self, request: Request) -> Response:
+        message = json.loads(await request.body())
+        self.posted.append(message)
+        if message.get("method") == "initialize":
+            answer = result(message, initialize_result("2024-11-05"))
+        elif message.get("method") == "tools/call":
+            answer = tool_text(message, "legacy " + message["params"]["arguments"]["text"])
+        elif "id" in message and "method" in message:
+            answer = error(message["id"], -32601, "Method not found")
+        else:
+            return Response(status_code=202)
+        await self.send.send(sse_message(answer).encode())
+        return Response(status_code=202)
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/sse"])
+@pytest.mark.parametrize("mode", ["auto", "legacy", "2024-11-05"])
+async def test_fallback_to_http_sse(path: str, mode: str) -> None:
+    legacy = LegacyServer()
+    async with (
+        serving(legacy.app()) as base,
+        Client.http(base + path, mode=mode, open_timeout=GUARD) as client,
+    ):
+        assert client.revision == "2024-11-05"
+        assert client.transport.transport == "sse"
+        assert (await client.call_tool("echo", {"text": "x"})).text == "legacy x"
+    assert [m.get("method") for m in legacy.posted][-3:] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
+
+
+async def test_forced_sse_transport() -> None:
+    legacy = LegacyServer()
+    async with (
+        serving(legacy.app()) as base,
+        Client.http(f"{base}/sse", mode="legacy", transport="sse") as client,
+    ):
+        assert client.transport.transport == "sse"
+        assert (await client.call_tool("echo", {"text": "y"})).text == "legacy y"
+    assert legacy.posted[0]["method"] == "initialize"  # no probe, no Streamable POST
+
+
+async def test_an_endpoint_of_another_origin_is_refused() -> None:
+    legacy = LegacyServer(endpoint="http://elsewhere.invalid/messages")
+    async with serving(legacy.app()) as base:
+        with pytest.raises(ConnectionClosed, match="not of the origin"):
+            async with Client.http(f"{base}/sse", mode="legacy", transport="sse"):
+                pass
+        with pytest.raises(NegotiationRefused):
+            async with Client.http(f"{base}/sse", mode="legacy"):
+                pass
+    assert legacy.posted == []
+
+
+async def test_no_fallback_with_the_streamable_transport_forced() -> None:
+    legacy = LegacyServer()
+    async with serving(legacy.app()) as base:
+        with pytest.raises(NegotiationRefused, match="HTTP 405"):
+            async with Client.http(f"{base}/sse", mode="legacy", transport="streamable"):
+                pass
+    assert legacy.posted == []
+
+
+# -- against this project's ASGI app ----------------------------------------------------------
+
+
+@asynccontextmanager
+async def app_serving(
+    server: Server, refuse: Callable[[dict[str, str]], bool] | None = None
+) -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
+    """``server.http_app()`` served, and the headers of each POST it gets; a POST whose
+    headers ``refuse`` says yes to is answered 400 -32020 (as a validating gateway
+    would) instead."""
+    app = server.http_app()
+    posts: list[dict[str, str]] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            posts.append(headers)
+            if refuse is not None and refuse(headers):
+                body = json.dumps(error(None, -32020, "Header mismatch")).encode()
+                content = [(b"content-type", b"application/json")]
+                await send({"type": "http.response.start", "status": 400, "headers": content})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    async with serving(recording) as base:
+        yield f"{base}/mcp", posts
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_against_the_app(mode: str) -> None:
+    probe = Probe()
+    server = demo_server(probe)
+    answers: list[Any] = []
+
+    async def elicit(params: Any, ctx: Any) -> Any:
+        answers.append(params.message)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    logs: list[Any] = []
+    async with app_serving(server) as (url, _):
+        client = Client.http(url, mode=mode, elicitation=elicit, on_log=logs.append)
+        async with client:
+            assert client.revision == EXPECTED[mode]
+            assert len(await client.list_tools()) == 10
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            steps: list[Any] = []
+            await client.call_tool("slow", {"steps": 3}, progress=steps.append)
+            assert [step.progress for step in steps] == [1, 2, 3]
+            await client.set_logging_level("debug")
+            await client.call_tool("log")
+            assert [entry.level for entry in logs] == ["debug", "info", "error"]
+            if mode not in ("2024-11-05", "2025-03-26"):
+                asked = await client.call_tool("ask")
+                assert asked.text.startswith("accept")
+                assert answers == ["Your name?"]
+            assert (await client.read_resource("test://a")).contents[0].text == "text of test://a"
+            if client.model == "handshake":
+                assert client.transport.session_id is not None
+
+
+async def test_cancelling_over_http_in_2026_closes_the_response_stream() -> None:
+    started = anyio.Event()
+    cancelled = anyio.Event()
+    server = Server("cancel", "1.0")
+
+    @server.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        if request.params.name != "wait":
+            return {"content": [{"type": "text", "text": "still here"}]}
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async with app_serving(server) as (url, posts), Client.http(url, mode="2026-07-28") as client:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(client.call_tool, "wait")
+            with anyio.fail_after(GUARD):
+                await started.wait()
+            task_group.cancel_scope.cancel()
+        with anyio.fail_after(GUARD):
+            await cancelled.wait()
+        # The connection goes on.
+        assert (await client.call_tool("other")).text == "still here"
+    methods = [p.get("mcp-method") for p in posts]
+    assert "notifications/cancelled" not in methods
+    assert methods.count("tools/call") == 2
+
+
+async def test_cancelling_in_2025_posts_notifications_cancelled() -> None:
+    started = anyio.Event()
+    cancelled = anyio.Event()
+    server = Server("cancel", "1.0")
+
+    @server.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async with app_serving(server) as (url, posts), Client.http(url, mode="2025-11-25") as client:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(client.call_tool, "wait")
+            with anyio.fail_after(GUARD):
+                await started.wait()
+            task_group.cancel_scope.cancel()
+        with anyio.fail_after(GUARD):
+            await cancelled.wait()
+    # The cancellation is a POST of its own, in the session.
+    assert len(posts) == 4  # initialize, notifications/initialized, tools/call, cancelled
+    assert all(p.get("mcp-session-id") for p in posts[1:])
+
+
+def annotated_tools() -> list[dict[str, Any]]:
+    region = {"type": "string", "x-mcp-header": "Region"}
+    return [
+        {
+            "name": "query",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"region": region, "sql": {"type": "string"}},
+            },
+        },
+        {
+            "name": "broken",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"n": {"type": "number", "x-mcp-header": "N"}},
+            },
+        },
+    ]
+
+
+async def test_x_mcp_header_tools_in_2026(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server("mirror", "1.0")
+
+    @server.handler("tools/list")
+    async def list_tools(request: Any, ctx: RequestContext) -> Any:
+        return {"tools": annotated_tools(), "ttlMs": 0, "cacheScope": "private"}
+
+    @server.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        region = request.params.arguments["region"]
+        return {"content": [{"type": "text", "text": region}]}
+
+    async with app_serving(server) as (url, posts), Client.http(url, mode="2026-07-28") as client:
+        with caplog.at_level(logging.WARNING, logger="mcpspec.connection"):
+            tools = await client.list_tools()
+        assert [tool.name for tool in tools] == ["query"]
+        assert "'broken'" in caplog.text
+        answer = await client.call_tool("query", {"region": "eu-west 1", "sql": "x"})
+        assert answer.text == "eu-west 1"
+    (posted,) = [p for p in posts if p.get("mcp-method") == "tools/call"]
+    assert posted["mcp-name"] == "query"
+    assert posted["mcp-param-region"] == "eu-west 1"
+    assert posted["mcp-protocol-version"] == "2026-07-28"
+
+
+async def test_a_header_mismatch_relists_the_tools_and_retries() -> None:
+    server = Server("mirror", "1.0")
+
+    @server.tool()
+    async def query(region: str) -> str:
+        return f"in {region}"
+
+    async def annotated(region: str) -> str:
+        return f"annotated {region}"
+
+    renewed = Tool.from_function(annotated, name="query")
+    renewed.input_schema["properties"]["region"]["x-mcp-header"] = "Region"
+
+    def refuse(headers: dict[str, str]) -> bool:
+        return headers.get("mcp-method") == "tools/call" and "mcp-param-region" not in headers
+
+    async with (
+        app_serving(server, refuse) as (url, posts),
+        Client.http(url, mode="2026-07-28") as client,
+    ):
+        (listed,) = await client.list_tools()
+        assert "x-mcp-header" not in str(msgspec.to_builtins(listed.input_schema))
+        # The tool gains an annotation the client has not seen.
+        server.add_tool(renewed)
+        assert (await client.call_tool("query", {"region": "eu"})).text == "annotated eu"
+    methods = [(p.get("mcp-method"), p.get("mcp-param-region")) for p in posts]
+    assert methods[-3:] == [("tools/call", None), ("tools/list", None), ("tools/call", "eu")]
+
+
+async def test_handshake_revisions_keep_every_tool() -> None:
+    server = Server("mirror", "1.0")
+
+    @server.handler("tools/list")
+    async def list_tools(request: Any, ctx: RequestContext) -> Any:
+        return {"tools": annotated_tools()}
+
+    async with app_serving(server) as (url, _), Client.http(url, mode="2025-11-25") as client:
+        assert len(await client.list_tools()) == 2
+
+
+async def test_listen_over_http_in_2026() -> None:
+    server = demo_server(Probe())
+    server.list_changed = True
+    async with app_serving(server) as (url, _), Client.http(url, mode="2026-07-28") as client:
+        async with client.listen(tools=True) as changes:
+            await server.notify_tools_changed()
+            with anyio.fail_after(GUARD):
+                note = await changes.__anext__()
+            assert note.method == "notifications/tools/list_changed"
+        # The connection goes on after the listen stream is closed.
+        assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+
+
+async def test_server_notifications_reach_a_handshake_client_over_get() -> None:
+    server = demo_server(Probe())
+    server.list_changed = True
+    got = anyio.Event()
+    async with app_serving(server) as (url, _):
+        client = Client.http(url, mode="2025-11-25", on_notification=lambda note: got.set())
+        async with client:
+            await client.call_tool("echo", {"text": "x"})
+            await server.notify_tools_changed()
+            with anyio.fail_after(GUARD):
+                await got.wait()
+
+
+# -- the SSE decoder --------------------------------------------------------------------------
+
+
+def test_decoder_follows_the_event_stream_rules() -> None:
+    decoder = SseDecoder(100)
+    events = decoder.feed(b"id: 1\ndata:\n\n: ping\r\nevent: endpoint\r\ndata: /m\r")
+    assert events == []  # the priming event has no data; the last line may go on
+    assert decoder.last_event_id == "1"
+    events = decoder.feed(b"\n\r\ndata: a\ndata:b\n\nretry: 1500\nid: x\x00y\nretry: no\n")
+    assert events == [SseEvent("endpoint", b"/m", 2), SseEvent("message", b"a\nb", 3)]
+    assert decoder.retry == 1.5
+    assert decoder.last_event_id == "1"  # an id with NUL is ignored
+    assert decoder.feed(b"data: end\r") == []
+    assert decoder.feed(b"\r") == [SseEvent("message", b"end", 3)]
+
+
+def test_decoder_drops_oversized_lines_and_events_as_they_stream() -> None:
+    decoder = SseDecoder(100)
+    for _ in range(1000):
+        assert decoder.feed(b"data: " + b"x" * 997) == []
+        assert len(decoder._buffer) <= 1000
+    assert decoder.feed(b"\n\ndata: ok\n\n") == [
+        SseEvent("message", None, 1_003_000),
+        SseEvent("message", b"ok", 2),
+    ]
+    many = SseDecoder(100)
+    assert many.feed(b"data: " + b"y" * 60 + b"\ndata: " + b"y" * 60 + b"\n\ndata: ok\n\n") == [
+        SseEvent("message", None, 121),
+        SseEvent("message", b"ok", 2),
+    ]
+
+
+async def test_a_forged_library_header_is_dropped() -> None:
+    stream = HttpClientStream(
+        "http://127.0.0.1:1/mcp",
+        headers={"MCP-Protocol-Version": "1999", "mcp-param-x": "y", "X-Trace": "1"},
+    )
+    assert stream._headers == {"X-Trace": "1"}
+    with pytest.raises(ValueError):
+        HttpClientStream("http://127.0.0.1:1/mcp", transport="carrier-pigeon")  # type: ignore[arg-type]
+    stream = HttpClientStream("http://127.0.0.1:1/mcp", timeout=httpx.Timeout(2.0))
+    assert stream._stream_timeout.read is None

@@ -47,7 +47,8 @@ the memory a decoded 200-tool list keeps (``tracemalloc``) against the SDK's, an
 throughput of an echo ``tools/call`` exchange between two sessions, against the SDK's
 client and low-level server joined by a JSON-serialising in-memory transport. And the
 stdio round trips of ``bench/stdio.py`` (echo calls through a real server subprocess,
-mcpspec and the SDK on either side; its docstring gives the method).
+mcpspec and the SDK on either side; its docstring gives the method), and the HTTP round
+trips of ``bench/http_bench.py`` (echo POSTs to ASGI apps under one uvicorn worker).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # the corpus module sits next to this script
+import http_bench  # and the HTTP round-trip benchmark
 import stdio  # so does the stdio round-trip benchmark
 
 import mcpspec
@@ -1186,6 +1188,11 @@ def markdown_document(report: dict[str, Any]) -> str:
                 if "stdio" in report
                 else []
             ),
+            *(
+                ["## HTTP round trips", "", http_bench.markdown(report["http"])]
+                if "http" in report
+                else []
+            ),
         ]
     )
 
@@ -1443,6 +1450,11 @@ def main(argv: list[str] | None = None) -> int:
     report["stdio"] = stdio.measure(
         revisions, stdio.Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke
     )
+    report["http"] = http_bench.measure(
+        revisions,
+        http_bench.Settings.for_run(smoke=args.smoke, rounds=args.rounds),
+        smoke=args.smoke,
+    )
     modules = [mcpspec.module_name(r) for r in revisions]
     with tempfile.TemporaryDirectory() as directory:
         pythons = {BENCH_ENV: sys.executable}
@@ -1461,10 +1473,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         for module in ("mcpspec.v2025_11_25", "mcpspec.runtime"):
             report["imports"][module]["breakdown"] = import_breakdown(module)
-    report["targets"] = evaluate_targets(report) + stdio.targets(report["stdio"])
+    report["targets"] = (
+        evaluate_targets(report)
+        + stdio.targets(report["stdio"])
+        + http_bench.targets(report["http"])
+    )
     report["elapsed_s"] = time.perf_counter() - started
 
     print(stdio.markdown(report["stdio"]))
+    print(http_bench.markdown(report["http"]))
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1491,6 +1508,7 @@ def _smoke_checks(report: dict[str, Any]) -> None:
     for module, entry in [*report["imports"].items(), *report["imports_runtime_only"].items()]:
         assert entry["median_ms"] > 0, module
     stdio.smoke_check(report["stdio"])
+    http_bench.smoke_check(report["http"])
     assert {t["target"] for t in report["targets"]} and all(
         t["pass"] in (True, False, None) for t in report["targets"]
     )

@@ -1,0 +1,62 @@
+"""The floor of the HTTP benchmark: an ASGI app that parses the JSON body and answers.
+
+No MCP: every POST body is parsed with orjson; a request (it has an ``id``) is answered
+``200`` with a JSON-RPC result, a ``CallToolResult`` whose one text block holds
+``params.arguments.message`` (an empty result when there is none); anything else is
+answered ``202``. What uvicorn, one JSON parse and one JSON dump cost, and nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The ASGI app."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    request = orjson.loads(body)
+    if "id" not in request:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    arguments = (request.get("params") or {}).get("arguments")
+    result: dict[str, Any] = {}
+    if arguments is not None:
+        result = {"content": [{"type": "text", "text": arguments.get("message", "")}]}
+    payload = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    headers = [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def build() -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """The app (a factory, as ``http_serve.py`` expects)."""
+    return echo_app

@@ -137,24 +137,6 @@ for _scenario, _failing in {
 # -- our client -----------------------------------------------------------------------------
 
 _add(
-    [("0.1.16", "client")],
-    "initialize",
-    ["client-raised", "nothing-checked"],
-    "auto mode probes server/discover first; the 0.1.16 mock answers every method it "
-    "does not know with an empty result (HTTP 200), and the client gives up on that "
-    "invalid discover result instead of falling back to initialize (legacy mode passes)",
-    "2026-07-28 versioning: 'fall back on any error that is not a recognized modern "
-    "error' (stdio); streamable-http names only 400 bodies, so this is robustness "
-    "toward a non-conforming legacy server rather than a MUST",
-)
-_add(
-    [("0.1.16", "client")],
-    "sse-retry",
-    ["client-raised", "client-sse-graceful-reconnect", "nothing-checked"],
-    "as initialize: the auto-mode probe's empty result ends negotiation",
-    "as initialize",
-)
-_add(
     ALPHA_CLIENT,
     "request-metadata",
     ["client-raised"],

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Any, Final, Literal
 from urllib.parse import urljoin, urlsplit
@@ -508,16 +508,29 @@ class HttpClientStream:
             self._listening = True
             self._spawn(self._listen)
 
+    def _open_exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str],
+        timeout: Any,
+        content: bytes | None = None,
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        """One HTTP exchange with the server, its response streamed (auth as given)."""
+        return self._http().stream(
+            method, url, content=content, headers=headers, auth=self._auth, timeout=timeout
+        )
+
     async def _post_once(self, data: bytes, headers: dict[str, str]) -> str | None:
         """Post a notification or response; the session id the server answered 404 to,
         if it did."""
         try:
-            async with self._http().stream(
+            async with self._open_exchange(
                 "POST",
                 self.url,
                 content=data,
                 headers=headers,
-                auth=self._auth,
                 timeout=self._timeout,
             ) as response:
                 status = response.status_code
@@ -573,12 +586,11 @@ class HttpClientStream:
         """Post a request and deliver what answers it; ``True`` when the session expired
         and a new one was opened: the request is to be posted again."""
         headers = self._post_headers(data, message)
-        async with self._http().stream(
+        async with self._open_exchange(
             "POST",
             self.url,
             content=data,
             headers=headers,
-            auth=self._auth,
             timeout=self._stream_timeout,
         ) as response:
             status = response.status_code
@@ -663,12 +675,11 @@ class HttpClientStream:
         assert self._initialize_body is not None and self._initialized_body is not None
         version = self.protocol_version
         headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
-        async with self._http().stream(
+        async with self._open_exchange(
             "POST",
             self.url,
             content=self._initialize_body,
             headers=headers,
-            auth=self._auth,
             timeout=self._stream_timeout,
         ) as response:
             if response.status_code >= 300:
@@ -855,11 +866,10 @@ class HttpClientStream:
             resumed.last_event_id, resumed.retry = decoder.last_event_id, decoder.retry
             decoder = resumed
             try:
-                async with self._http().stream(
+                async with self._open_exchange(
                     "GET",
                     self.url,
                     headers=self._get_headers(decoder.last_event_id),
-                    auth=self._auth,
                     timeout=self._stream_timeout,
                 ) as response:
                     if response.status_code >= 400 or _media_type(response) != "text/event-stream":
@@ -882,11 +892,10 @@ class HttpClientStream:
             decoder = SseDecoder(self._limit)
             decoder.last_event_id, decoder.retry = last_event_id, retry
             try:
-                async with self._http().stream(
+                async with self._open_exchange(
                     "GET",
                     self.url,
                     headers=self._get_headers(last_event_id),
-                    auth=self._auth,
                     timeout=self._stream_timeout,
                 ) as response:
                     if response.status_code >= 400 or _media_type(response) != "text/event-stream":
@@ -949,12 +958,11 @@ class HttpClientStream:
         assert channel is not None and channel.endpoint is not None
         headers = {**self._headers, "Content-Type": "application/json"}
         try:
-            async with self._http().stream(
+            async with self._open_exchange(
                 "POST",
                 channel.endpoint,
                 content=data,
                 headers=headers,
-                auth=self._auth,
                 timeout=self._timeout,
             ) as response:
                 status = response.status_code

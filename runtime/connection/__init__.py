@@ -9,7 +9,9 @@ The layering, bottom up:
 * this package does the I/O: a :class:`MessageStream` frames messages (stdio's one per
   line, in memory for tests), a :class:`Peer` runs one session over one stream (a reader
   task, a waiter per request, handlers per incoming request, cancellation and
-  progress), and :class:`Server` and :class:`Client` are what applications use.
+  progress), and :class:`Server` and :class:`Client` are what applications use;
+* :mod:`.http` carries them over HTTP: ``Server.http_app()`` (an ASGI app) and
+  ``Client.http(url)`` (``pip install mcpspec[http]``).
 
 It needs anyio (``pip install mcpspec[connect]``); asyncio and trio both work. Importing
 ``mcpspec.runtime`` or a revision module never imports this package.

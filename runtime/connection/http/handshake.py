@@ -179,7 +179,7 @@ class HandshakeEndpoint:
             # Else the handler is over: answered, or cancelled (then nothing answers).
         finally:
             session.live.pop(channel.stream_id, None)
-            if not channel.complete.is_set():
+            if not channel.done:
                 with anyio.CancelScope(shield=True):
                     await channel.close()
 
@@ -340,7 +340,7 @@ class HandshakeEndpoint:
                         }
                     )
             channel = session.live.get(stream_id)
-            if channel is not None and not channel.complete.is_set():
+            if channel is not None and not channel.done:
                 channel.follower = send
                 await channel.hold_open()
                 return

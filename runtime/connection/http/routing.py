@@ -23,6 +23,7 @@ it. The writes happen in the task that sends the message, under the channel's lo
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -97,6 +98,44 @@ def answered_ids(data: bytes) -> list[RequestId | None] | None:
     return [kind.id if isinstance(kind.id, (int, str)) else None for kind in kinds]
 
 
+class _Gate:
+    """A lock that costs nothing while it is free (the usual case: one writer per
+    POST); a writer that finds it held waits on an event of its own, and the holder
+    hands it over on release, in order."""
+
+    __slots__ = ("_held", "_waiters")
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiters: collections.deque[anyio.Event] | None = None
+
+    async def __aenter__(self) -> None:
+        if not self._held:
+            self._held = True
+            return
+        if self._waiters is None:
+            self._waiters = collections.deque()
+        turn = anyio.Event()
+        self._waiters.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn.is_set():
+                self._release()  # handed over, but cancelled before it ran: pass it on
+            else:
+                self._waiters.remove(turn)
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()  # still held: now by that waiter
+        else:
+            self._held = False
+
+
 class Channel:
     """The response of one POST: the messages about its requests.
 
@@ -132,7 +171,7 @@ class Channel:
         self._status_of = status_of
         #: The status of a JSON answer, when the app knows it (else ``status_of``).
         self.status: int | None = None
-        self._lock = anyio.Lock(fast_acquire=True)
+        self._lock = _Gate()
         #: The ids of the POST's requests that await their answer (``None``: the body
         #: was not fed yet); answers that come before they are known are kept in
         #: ``_answered``.
@@ -142,7 +181,9 @@ class Channel:
         self._held: list[bytes] = []
         #: ``"json"`` or ``"sse"`` once the response started; ``None`` before.
         self.mode: str | None = None
-        self.complete = anyio.Event()
+        self._done = False
+        #: Made only when someone waits for the response to end.
+        self._done_event: anyio.Event | None = None
         #: The client went away (writes failed): the rest is diverted or dropped.
         self.gone = False
         #: Another response (a ``GET`` resuming this stream) that takes the events.
@@ -158,13 +199,22 @@ class Channel:
         if not expected:
             await self._finish()
 
+    @property
+    def done(self) -> bool:
+        """Whether the response has ended."""
+        return self._done
+
     async def hold_open(self) -> None:
         """Wait until every request of the POST is answered (or the channel closed)."""
-        await self.complete.wait()
+        if self._done:
+            return
+        if self._done_event is None:
+            self._done_event = anyio.Event()
+        await self._done_event.wait()
 
     async def close(self) -> None:
         """End the response as it stands (the session ended, the POST gave up)."""
-        if not self.complete.is_set():
+        if not self._done:
             await self._finish()
 
     @property
@@ -176,7 +226,7 @@ class Channel:
 
     async def put(self, data: bytes) -> None:
         """Take one message of the server about this POST."""
-        if self.complete.is_set() or self.gone:
+        if self._done or self.gone:
             await self._elsewhere(data)
             return
         request_ids = answered_ids(data)
@@ -198,7 +248,7 @@ class Channel:
     async def keepalive(self, comment: bytes) -> None:
         """Write a comment line on an open SSE stream (quiet long-lived streams)."""
         async with self._lock:
-            if self.mode == "sse" and not self.complete.is_set() and not self.gone:
+            if self.mode == "sse" and not self._done and not self.gone:
                 await self._write(comment)
 
     async def _elsewhere(self, data: bytes) -> None:
@@ -251,7 +301,7 @@ class Channel:
             await self._finish_locked()
 
     async def _finish_locked(self) -> None:
-        if self.complete.is_set():
+        if self._done:
             return
         try:
             if self.mode == "sse":
@@ -262,7 +312,9 @@ class Channel:
         except OSError:
             self.gone = True
         finally:
-            self.complete.set()
+            self._done = True
+            if self._done_event is not None:
+                self._done_event.set()
 
     async def _respond_json(self) -> None:
         held = self._held

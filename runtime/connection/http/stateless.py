@@ -11,6 +11,7 @@ stream open, with keep-alive comments, until the client goes away.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -66,6 +67,29 @@ class _StatelessConnection:
         return not session.unanswered and not session.outstanding and not self.peer.handling
 
 
+class _Watch:
+    """Watches for the client going away (then cancels ``scope``), from a task started
+    on the event loop's next turn: never, when the request is over before it."""
+
+    __slots__ = ("_handle", "_receive", "_scope", "_task")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, receive: Receive, scope: anyio.CancelScope
+    ) -> None:
+        self._receive = receive
+        self._scope = scope
+        self._task: asyncio.Task[None] | None = None
+        self._handle = loop.call_soon(self._start, loop)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._task = loop.create_task(_cancel_on_disconnect(self._receive, self._scope))
+
+    def stop(self) -> None:
+        self._handle.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -118,14 +142,15 @@ class StatelessEndpoint:
             if not peek.is_request:
                 events = await peer.feed(body, inline=True)
             elif loop is not None and not listen:
-                # The client closing the connection cancels the request; a plain task
-                # watches for it (a task group would cost more than the request).
+                # The client closing the connection cancels the request. A plain task
+                # watches for it, started only if the handler waits for anything: most
+                # answer without ever yielding, and a task would cost more than they.
                 scope = anyio.CancelScope()
-                watcher = loop.create_task(_cancel_on_disconnect(receive, scope))
+                watch = _Watch(loop, receive, scope)
                 try:
                     events = await peer.feed(body, inline=True, scope=scope)
                 finally:
-                    watcher.cancel()
+                    watch.stop()
             else:
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
@@ -140,7 +165,7 @@ class StatelessEndpoint:
                 pooled.stream.channel = None
                 if pooled.clean() and len(self._idle) < _POOL_SIZE:
                     self._idle.append(pooled)
-            if not channel.complete.is_set():
+            if not channel.done:
                 with anyio.CancelScope(shield=True):
                     await channel.close()
 

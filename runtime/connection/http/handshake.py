@@ -139,7 +139,8 @@ class HandshakeEndpoint:
     ) -> Channel:
         settings = self.app.settings
         resumable = session is not None and session.event_store is not None
-        stream_id = new_id()
+        # Unique within the session is enough: a stream's events go to its own client.
+        stream_id = session.next_stream_id() if session is not None else ""
         revision = session.revision if session is not None else None
         return Channel(
             send,

@@ -53,7 +53,8 @@ class HandshakeSession:
         self.peer: Peer[Any] | None = None
         self.connection: Any = None
         self.event_store = event_store
-        self.standalone_id = new_id()
+        self.standalone_id = "0"
+        self._streams = 0
         # Messages about no request, held for the GET stream (bounded: the oldest go).
         self._standalone: collections.deque[bytes] = collections.deque(maxlen=queue_limit)
         self._standalone_ready = anyio.Event()
@@ -62,6 +63,11 @@ class HandshakeSession:
         self.ended = anyio.Event()
         #: SSE streams of POSTs still open (for a GET resuming one), by stream id.
         self.live: dict[str, Any] = {}
+
+    def next_stream_id(self) -> str:
+        """A new SSE stream's id in this session (``0`` is the standalone stream)."""
+        self._streams += 1
+        return str(self._streams)
 
     @property
     def revision(self) -> str | None:

@@ -436,6 +436,8 @@ class ClientSession(Inbound, Outbound):
         if opening:
             self._opening = None
         if self._life.phase is not Phase.PROBING:
+            if opening and not self._ready_emitted and self._retry_pinned(error, events):
+                return
             if opening and not self._ready_emitted:
                 # A client pinned to 2026-07-28 opened with server/discover: refused, no
                 # revision is left to negotiate.
@@ -492,6 +494,23 @@ class ClientSession(Inbound, Outbound):
             )
             return
         self._send_own(self._initialize_request(handshake[-1]), events)
+
+    def _retry_pinned(self, error: ErrorObject, events: list[Event]) -> bool:
+        """A client pinned to a stateless revision whose opening ``server/discover``
+        was refused with -32022 listing a revision it accepts: retry once with it (the
+        client SHOULD pick a supported version and retry). Whether it did."""
+        if error.code != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION or self._probe_retried:
+            return False
+        data = error.data if isinstance(error.data, dict) else {}
+        theirs = data.get("supported")
+        version = newest_mutual(theirs if isinstance(theirs, list) else [], self._accepted)
+        if version is None or not is_stateless(version):
+            return False
+        self._probe_retried = True
+        request = self._discover_request(version)
+        self._opening = request.id
+        self._send_own(request, events)
+        return True
 
     def _on_error(self, response: ErrorResponse) -> list[Event]:
         request_id = response.id

@@ -604,3 +604,35 @@ def test_a_pinned_client_keeps_its_session_when_a_later_discover_fails() -> None
     client.send(msgspec.structs.replace(discover, id=10))
     refused = only(client.receive(_error(-32700, "Parse error", None)), ErrorReceived)
     assert refused.request_id is None and client.outstanding == frozenset({10})
+
+
+def test_a_client_pinned_to_2026_retries_once_with_a_version_a_32022_lists() -> None:
+    client = ClientSession(mode="2026-07-28")
+    client.start()
+    refusal = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"},
+        },
+    }
+    events = client.receive(wire(refusal))
+    retry = only(events, Outgoing)
+    assert type(retry.message).method == "server/discover" and retry.message.id == 2
+    assert not any(isinstance(e, NegotiationFailed) for e in events)
+    server = ServerSession(["2026-07-28"])
+    answered = only(server.receive(retry.data), RequestReceived)
+    result = server.send(ResultResponse(id=answered.request_id, result=server.discover_result()))
+    assert only(client.receive(result), SessionReady).revision == "2026-07-28"
+
+
+def test_a_pinned_client_retries_a_32022_only_once() -> None:
+    client = ClientSession(mode="2026-07-28")
+    client.start()
+    data = {"supported": ["2026-07-28"]}
+    first = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "no", "data": data}}
+    only(client.receive(wire(first)), Outgoing)
+    again = {**first, "id": 2}
+    assert only(client.receive(wire(again)), NegotiationFailed).error.code == -32022

@@ -136,17 +136,6 @@ for _scenario, _failing in {
 
 # -- our client -----------------------------------------------------------------------------
 
-_add(
-    ALPHA_CLIENT,
-    "request-metadata",
-    ["client-raised"],
-    "the mock refuses the first request with UnsupportedProtocolVersionError (-32022) "
-    "listing 2026-07-28 as supported; the client fails negotiation instead of retrying "
-    "with a version the server lists",
-    "2026-07-28 versioning: 'The client SHOULD select a mutually supported version "
-    "from the supported list and retry the request'",
-)
-
 for _scenario in (
     "sep-2640-client-no-prefetch",
     "sep-2640-client-verify-digest",

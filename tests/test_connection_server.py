@@ -99,6 +99,7 @@ class Fixture:
                 answer = await ctx.elicit(
                     message=f"Your {question}?",
                     requested_schema={"properties": {question: {"type": "string"}}},
+                    key=question if args.get("keyed") else None,
                 )
                 answers.append(answer.content[question])
             return {"content": [{"type": "text", "text": " ".join(answers)}]}
@@ -329,6 +330,27 @@ async def test_elicitation_round_trips_through_input_required_in_2026_07_28() ->
                 )
             response = await client.request_response(session.retry_with_input(response, answers))
     assert rounds == [["elicitation/create"], ["elicitation/create"]]
+    assert text_of(response.result) == "NAME CITY"
+
+
+async def test_a_handler_names_its_questions_in_2026_07_28() -> None:
+    fixture = Fixture()
+    async with connected(fixture.server, "2026-07-28", capabilities={"elicitation": {}}) as (
+        client
+    ):
+        session = client.session
+        arguments = {"questions": ["name", "city"], "keyed": True}
+        response = await client.request_response(call_tool(client, "ask", arguments))
+        keys: list[str] = []
+        while response.input_required:
+            [(key, request)] = response.result.input_requests.items()
+            keys.append(key)
+            [field] = request.params.requested_schema.properties
+            answer = session.types.ElicitResult(action="accept", content={field: field.upper()})
+            response = await client.request_response(
+                session.retry_with_input(response, {key: answer})
+            )
+    assert keys == ["name", "city"]
     assert text_of(response.result) == "NAME CITY"
 
 

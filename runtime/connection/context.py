@@ -140,6 +140,8 @@ class RequestContext:
         self._log_threshold = log_threshold
         self._answers = answers
         self._asked = 0
+        #: The keys of the questions asked so far (2026-07-28).
+        self._keys: set[str] = set()
         self._progress_last: float | None = None
 
     # -- about the request -----------------------------------------------------------------------
@@ -246,11 +248,14 @@ class RequestContext:
 
     # -- asking the client -----------------------------------------------------------------------
 
-    async def ask(self, method: str, params: Any = None) -> Any:
+    async def ask(self, method: str, params: Any = None, *, key: str | None = None) -> Any:
         """Ask the client: ``method`` is ``"elicitation/create"``,
         ``"sampling/createMessage"`` or ``"roots/list"``, ``params`` the request's
         params (a generated Struct of any revision, or a mapping in wire form). Returns
         the typed result (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``).
+        ``key`` names the question among the ``inputRequests`` of 2026-07-28 (default
+        ``q1``, ``q2``, ... in the order asked); each question of a request needs its
+        own.
 
         Raises :class:`RequestError` when the client answers with an error or (2026-07-28)
         did not declare the capability (-32021, which also answers the request if not
@@ -272,7 +277,13 @@ class RequestContext:
         self._asked += 1
         if self._asked > MAX_QUESTIONS:
             raise RuntimeError(f"more than {MAX_QUESTIONS} questions in one request")
-        key = f"q{self._asked}"
+        if key is None:
+            key = f"q{self._asked}"
+        elif not isinstance(key, str) or not key:
+            raise ValueError("a question's key is a non-empty string")
+        if key in self._keys:
+            raise ValueError(f"the question key {key!r} is used twice in one request")
+        self._keys.add(key)
         answers = self._answers or {}
         if key in answers:
             return answers[key]
@@ -288,27 +299,30 @@ class RequestContext:
         *,
         message: str | None = None,
         requested_schema: Mapping[str, Any] | None = None,
+        key: str | None = None,
     ) -> Any:
         """Ask the user through the client (``elicitation/create``): give the params
         (form or URL mode), or a ``message`` and the ``requested_schema`` of a form
         (``{"type": "object", "properties": {...}}``). Returns the ``ElicitResult``
-        (``.action`` is ``"accept"``, ``"decline"`` or ``"cancel"``; ``.content``)."""
+        (``.action`` is ``"accept"``, ``"decline"`` or ``"cancel"``; ``.content``);
+        ``key`` as in :meth:`ask`."""
         if params is None:
             if message is None:
                 raise TypeError("elicit() takes params, or message and requested_schema")
             schema = dict(requested_schema or {"type": "object", "properties": {}})
             schema.setdefault("type", "object")
             params = {"message": message, "requestedSchema": schema}
-        return await self.ask("elicitation/create", params)
+        return await self.ask("elicitation/create", params, key=key)
 
-    async def sample(self, params: Any) -> Any:
+    async def sample(self, params: Any, *, key: str | None = None) -> Any:
         """Ask the client's model (``sampling/createMessage``); the
-        ``CreateMessageResult``."""
-        return await self.ask("sampling/createMessage", params)
+        ``CreateMessageResult``. ``key`` as in :meth:`ask`."""
+        return await self.ask("sampling/createMessage", params, key=key)
 
-    async def list_roots(self) -> Any:
-        """Ask the client for its roots (``roots/list``); the ``ListRootsResult``."""
-        return await self.ask("roots/list", None)
+    async def list_roots(self, *, key: str | None = None) -> Any:
+        """Ask the client for its roots (``roots/list``); the ``ListRootsResult``.
+        ``key`` as in :meth:`ask`."""
+        return await self.ask("roots/list", None, key=key)
 
 
 def _wire(params: Any) -> Any:

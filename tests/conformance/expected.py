@@ -62,14 +62,6 @@ _add(
 )
 _add(
     ALPHA_SERVER,
-    "input-required-result-basic-elicitation",
-    ["sep-2322-elicitation-incomplete"],
-    "RequestContext.ask names its inputRequests q1, q2, ...: a handler cannot choose "
-    "the key, and the scenario requires 'user_name'",
-    "scenario: 'return an InputRequiredResult: { inputRequests: { \"user_name\": ... } }'",
-)
-_add(
-    ALPHA_SERVER,
     "input-required-result-multiple-input-requests",
     ["sep-2322-multiple-inputs-incomplete"],
     "RequestContext asks one question per round (the first ask without an answer ends "

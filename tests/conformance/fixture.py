@@ -359,7 +359,7 @@ def _declare_input_tools(server: Server) -> None:
 
     @server.tool(description="MRTR: asks for the user's name (elicitation)")
     async def test_input_required_result_elicitation(ctx: RequestContext) -> str:
-        answer = await ctx.elicit(_form("What is your name?", name="string"))
+        answer = await ctx.elicit(_form("What is your name?", name="string"), key="user_name")
         return f"Hello, {_field(answer, 'name')}!"
 
     @server.tool(description="MRTR: asks the client's model (sampling)")

@@ -4,15 +4,16 @@
 endpoint (``/mcp`` by default), and picks the era of each request from what it carries:
 
 * ``MCP-Protocol-Version: 2026-07-28`` (or a body whose ``_meta`` names a protocol
-  version): the stateless era. Each POST is a connection of its own, made and gone with
-  the request: its mirrored headers are checked against its body, its handler runs in
-  the request's task, and its answer is JSON, or an SSE stream when progress or log
-  messages come first. The client closing that stream cancels the handler.
-  ``GET``/``DELETE`` are 405; ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored.
-* Anything else: the handshake eras (2025-03-26 to 2025-11-25). ``initialize`` makes a
-  session (:mod:`.sessions`), every later POST names it; the messages of the server go
-  where :mod:`.routing` sends them; ``GET`` opens the standalone stream, or resumes a
-  broken one from ``Last-Event-ID``; ``DELETE`` ends the session.
+  version): the stateless era (:mod:`.stateless`). Each POST stands alone: its mirrored
+  headers are checked against its body, its handler runs in the request's task, and its
+  answer is JSON, or an SSE stream when progress or log messages come first. The client
+  closing that stream cancels the handler. ``GET``/``DELETE`` are 405;
+  ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored.
+* Anything else: the handshake eras, 2025-03-26 to 2025-11-25 (:mod:`.handshake`).
+  ``initialize`` makes a session (:mod:`.sessions`), every later POST names it; the
+  messages of the server go where :mod:`.routing` sends them; ``GET`` opens the
+  standalone stream, or resumes a broken one from ``Last-Event-ID``; ``DELETE`` ends
+  the session.
 * With ``legacy_sse``, the 2024-11-05 HTTP+SSE endpoints as well (:mod:`.legacy`).
 
 Before any of that, every request passes the checks of :mod:`.security` (``Host``,

@@ -73,6 +73,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import math
 import os
 import pstats
 import shutil
@@ -897,7 +898,11 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
 
 
 def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
-    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
+    """The median of the rounds' ratios; a round whose denominator is 0 (a CPU time
+    below the 10 ms tick of ``/proc``, in a short smoke batch) has none: NaN when no
+    round has one."""
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True) if b]
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def summarize(rounds: Rounds, base: str = SDK) -> dict[str, Any]:
@@ -1017,7 +1022,10 @@ def _client_share(section: dict[str, Any]) -> str:
             entry = data["rows"].get(key)
             if entry is not None:
                 client, server = entry["client_cpu_us"], entry["server_cpu_us"]
-                share = " / ".join(f"{client[str(n)] / server[str(n)]:.2f}" for n in IN_FLIGHT)
+                share = " / ".join(
+                    f"{client[str(n)] / server[str(n)]:.2f}" if server[str(n)] else "n/a"
+                    for n in IN_FLIGHT
+                )
                 parts.append(f"{revision} {key} {share}")
     return "; ".join(parts)
 

@@ -73,7 +73,6 @@ import contextlib
 import importlib.util
 import io
 import json
-import math
 import os
 import pstats
 import shutil
@@ -88,6 +87,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
+
+# The stdio benchmark beside this script: its worker plumbing and ratios serve here too.
+from stdio import median_ratio, sdk_available, start_worker, worker_answer
 
 HERE: Final = Path(__file__).resolve().parent
 SERVE: Final = HERE / "peers" / "http_serve.py"
@@ -174,11 +176,6 @@ class Settings:
         if rounds is not None:
             settings.rounds = rounds
         return settings
-
-
-def sdk_available() -> bool:
-    """Whether the official SDK's session layer (``mcp``) is installed."""
-    return importlib.util.find_spec("mcp") is not None
 
 
 def mcpspec_app_available() -> bool:
@@ -836,15 +833,7 @@ def _worker(args: argparse.Namespace) -> None:
 
 
 def _start_worker(settings: Settings, *args: str) -> subprocess.Popen[bytes]:
-    command = [sys.executable, __file__, "--settings", json.dumps(asdict(settings)), *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE)
-
-
-def _answer(worker: subprocess.Popen[bytes]) -> Any:
-    out, _ = worker.communicate()
-    if worker.returncode != 0:
-        raise RuntimeError(f"an HTTP benchmark worker failed (exit status {worker.returncode})")
-    return json.loads(out)
+    return start_worker(__file__, settings, *args)
 
 
 def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False) -> dict[str, Any]:
@@ -881,9 +870,11 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
     answers: dict[str, Any] = {}
     if smoke:
         started = {name: _start_worker(settings, *args) for name, args in workers.items()}
-        answers = {name: _answer(worker) for name, worker in started.items()}
+        answers = {name: worker_answer(worker) for name, worker in started.items()}
     else:
-        answers = {name: _answer(_start_worker(settings, *args)) for name, args in workers.items()}
+        answers = {
+            name: worker_answer(_start_worker(settings, *args)) for name, args in workers.items()
+        }
     load = answers["load"]
     section["servers"] = load["servers"]
     for revision in wanted:
@@ -895,14 +886,6 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
         "revisions": {r: summarize(rounds, base=SDK) for r, rounds in clients["rounds"].items()},
     }
     return section
-
-
-def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
-    """The median of the rounds' ratios; a round whose denominator is 0 (a CPU time
-    below the 10 ms tick of ``/proc``, in a short smoke batch) has none: NaN when no
-    round has one."""
-    ratios = [a / b for a, b in zip(numerators, denominators, strict=True) if b]
-    return statistics.median(ratios) if ratios else math.nan
 
 
 def summarize(rounds: Rounds, base: str = SDK) -> dict[str, Any]:
@@ -921,12 +904,12 @@ def summarize(rounds: Rounds, base: str = SDK) -> dict[str, Any]:
             if other in rounds:
                 theirs = rounds[other]
                 entry[f"over_{name}"] = {
-                    n: _median_ratio(r["rate"], theirs[n]["rate"]) for n, r in runs.items()
+                    n: median_ratio(r["rate"], theirs[n]["rate"]) for n, r in runs.items()
                 }
                 # Their server CPU per request over this row's: the same ratio as the
                 # rates' when the server is the bound, but hardly moved by other load.
                 entry[f"cpu_over_{name}"] = {
-                    n: _median_ratio(theirs[n]["server_cpu"], r["server_cpu"])
+                    n: median_ratio(theirs[n]["server_cpu"], r["server_cpu"])
                     for n, r in runs.items()
                 }
         rows[key] = entry

@@ -48,6 +48,7 @@ import gc
 import importlib.util
 import io
 import json
+import math
 import os
 import pstats
 import statistics
@@ -424,18 +425,23 @@ def _worker(args: argparse.Namespace) -> None:
 # -- measuring and reporting (in the calling process) ----------------------------------------
 
 
-def _start_worker(settings: Settings, *args: str) -> subprocess.Popen[bytes]:
-    """Start this script as a worker with ``args`` (its JSON answer on its stdout)."""
-    command = [sys.executable, __file__, "--settings", json.dumps(asdict(settings)), *args]
+def start_worker(script: str, settings: Any, *args: str) -> subprocess.Popen[bytes]:
+    """Start ``script`` (a benchmark module) as a worker with its ``settings`` (a
+    dataclass) and ``args``; its JSON answer comes on its stdout."""
+    command = [sys.executable, script, "--settings", json.dumps(asdict(settings)), *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE)
 
 
-def _answer(worker: subprocess.Popen[bytes]) -> Any:
+def worker_answer(worker: subprocess.Popen[bytes]) -> Any:
     """The JSON answer of ``worker``, once it has exited."""
     out, _ = worker.communicate()
     if worker.returncode != 0:
-        raise RuntimeError(f"a stdio benchmark worker failed (exit status {worker.returncode})")
+        raise RuntimeError(f"a benchmark worker failed (exit status {worker.returncode})")
     return json.loads(out)
+
+
+def _start_worker(settings: Settings, *args: str) -> subprocess.Popen[bytes]:
+    return start_worker(__file__, settings, *args)
 
 
 def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False) -> dict[str, Any]:
@@ -469,18 +475,22 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
 
     if smoke:
         memory = memory_workers()
-        by_revision: dict[str, Rounds] = _answer(timing)
+        by_revision: dict[str, Rounds] = worker_answer(timing)
     else:
-        by_revision = _answer(timing)
+        by_revision = worker_answer(timing)
         memory = memory_workers()
-    section["memory"] = {client: _answer(worker) for client, worker in memory.items()}
+    section["memory"] = {client: worker_answer(worker) for client, worker in memory.items()}
     for revision in wanted:
         section["revisions"][revision] = summarize(by_revision[revision])
     return section
 
 
-def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
-    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
+def median_ratio(numerators: list[float], denominators: list[float]) -> float:
+    """The median of the rounds' ratios; a round whose denominator is 0 (a CPU time
+    below the 10 ms tick of ``/proc``, in a short smoke batch) has none: NaN when no
+    round has one."""
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True) if b]
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def _sums(batches: dict[str, list[float]]) -> list[float]:
@@ -502,21 +512,21 @@ def summarize(rounds: Rounds) -> dict[str, Any]:
             # The SDK pair's time per call over this pair's, round by round: the speedup.
             sdk = rounds[SDK_PAIR.key]
             entry["speedup_over_sdk_pair"] = {
-                n: _median_ratio(sdk[n]["seconds"], r["seconds"]) for n, r in runs.items()
+                n: median_ratio(sdk[n]["seconds"], r["seconds"]) for n, r in runs.items()
             }
             # The same for CPU time per call, which the machine's load hardly changes.
             entry["cpu_ratio_to_sdk_pair"] = {
                 n: {
-                    "client": _median_ratio(sdk[n]["client_cpu"], r["client_cpu"]),
-                    "server": _median_ratio(sdk[n]["server_cpu"], r["server_cpu"]),
-                    "both": _median_ratio(_sums(sdk[n]), _sums(r)),
+                    "client": median_ratio(sdk[n]["client_cpu"], r["client_cpu"]),
+                    "server": median_ratio(sdk[n]["server_cpu"], r["server_cpu"]),
+                    "both": median_ratio(_sums(sdk[n]), _sums(r)),
                 }
                 for n, r in runs.items()
             }
         if FLOOR in rounds and key != FLOOR:
             floor = rounds[FLOOR]
             entry["floor_ratio"] = {
-                n: _median_ratio(r["seconds"], floor[n]["seconds"]) for n, r in runs.items()
+                n: median_ratio(r["seconds"], floor[n]["seconds"]) for n, r in runs.items()
             }
         pairs[key] = entry
     return {"pairs": pairs}

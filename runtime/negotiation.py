@@ -130,8 +130,10 @@ class _ProbeParams(msgspec.Struct):
 
 
 class Probe(msgspec.Struct):
-    """The few fields a server reads before it knows the revision of a message."""
+    """The few fields a server reads before it knows the revision of a message (and
+    before it knows which session is to read it: the HTTP app routes by them)."""
 
+    id: Any = None
     method: Any = None
     params: _ProbeParams | None = None
 

@@ -102,6 +102,8 @@ class HttpApp:
         self.handshake = HandshakeEndpoint(self)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._starting: anyio.Event | None = None
+        #: The task keeping the task group when no lifespan opened it (asyncio).
+        self._background: Any = None
         self._legacy: Any = None
         if settings.legacy_sse:
             from .legacy import LegacySse

@@ -7,7 +7,8 @@ ASGI server and mounts inside any ASGI framework.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, Final
+from http import HTTPStatus
+from typing import Any
 
 __all__ = [
     "BodyTooLarge",
@@ -15,6 +16,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "client_gone",
     "header_map",
     "read_body",
     "respond",
@@ -25,24 +27,6 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-#: The reason phrase of each status the app sends (for plain-text bodies).
-_REASONS: Final = {
-    200: "OK",
-    202: "Accepted",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    406: "Not Acceptable",
-    409: "Conflict",
-    413: "Content Too Large",
-    415: "Unsupported Media Type",
-    421: "Misdirected Request",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
 
 
 class BodyTooLarge(Exception):
@@ -55,6 +39,12 @@ class BodyTooLarge(Exception):
 
 class ClientGone(Exception):
     """The client disconnected before its request's body was read."""
+
+
+async def client_gone(receive: Receive) -> None:
+    """Return when the client has disconnected (the request's body was read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def header_map(scope: Scope) -> dict[str, str]:
@@ -142,7 +132,7 @@ async def respond(
         if status == 202:
             body = b""
         else:
-            body = _REASONS.get(status, "").encode("ascii")
+            body = HTTPStatus(status).phrase.encode("ascii")
             content_type = content_type or "text/plain; charset=utf-8"
     await start_response(send, status, content_type if body else None, headers, len(body))
     await send({"type": "http.response.body", "body": body})

@@ -14,12 +14,23 @@ as the Streamable HTTP endpoint apply.
 from __future__ import annotations
 
 import collections
+import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from ..errors import ConnectionClosed
-from .asgi import BodyTooLarge, Receive, Scope, Send, header_map, read_body, respond, start_response
+from .asgi import (
+    BodyTooLarge,
+    Receive,
+    Scope,
+    Send,
+    client_gone,
+    header_map,
+    read_body,
+    respond,
+    start_response,
+)
 from .security import Refusal, check_accept, check_content_type
 from .sessions import new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -138,8 +149,7 @@ class LegacySse:
             async with anyio.create_task_group() as task_group:
 
                 async def watch() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
+                    await client_gone(receive)
                     await stream.aclose()
 
                 task_group.start_soon(watch)
@@ -173,8 +183,5 @@ class LegacySse:
 def _query_value(scope: Scope, name: str) -> str | None:
     query: Any = scope.get("query_string", b"")
     text = query.decode("latin-1") if isinstance(query, bytes) else str(query)
-    for part in text.split("&"):
-        key, _, value = part.partition("=")
-        if key == name:
-            return value
-    return None
+    values = urllib.parse.parse_qs(text).get(name)
+    return values[0] if values else None

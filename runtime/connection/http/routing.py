@@ -27,7 +27,7 @@ import collections
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import anyio
 import msgspec
@@ -40,11 +40,12 @@ from .sse import SSE_HEADERS, encode_event
 
 __all__ = [
     "ROUTE",
+    "Answer",
     "Channel",
     "ChannelStream",
     "Divert",
     "SessionStream",
-    "answered_ids",
+    "answers_in",
     "is_request",
 ]
 
@@ -57,11 +58,17 @@ ROUTE: contextvars.ContextVar[Channel | None] = contextvars.ContextVar(
 )
 
 
+class _ErrorCode(msgspec.Struct):
+    code: Any = None
+
+
 class _Kind(msgspec.Struct):
-    """The members that tell a response (and which) from a request or notification."""
+    """The members that tell a response (and which, and its error's code) from a
+    request or notification."""
 
     id: Any = None
     method: Any = None
+    error: _ErrorCode | None = None
 
 
 _KIND: Final = msgspec.json.Decoder(_Kind)
@@ -86,16 +93,32 @@ def is_request(data: bytes) -> bool:
     return kind.method is not None and kind.id is not None
 
 
-def answered_ids(data: bytes) -> list[RequestId | None] | None:
-    """The ids ``data`` (what the session wrote: one message, or a batch's reply)
-    answers; ``None`` when it is not a response."""
+class Answer(NamedTuple):
+    """One response a message of the session holds: the id it answers (``None``:
+    null, or none) and its error's code (``None`` for a result)."""
+
+    request_id: RequestId | None
+    error_code: int | None
+
+
+def answers_in(data: bytes) -> list[Answer] | None:
+    """The responses ``data`` (what the session wrote: one message, or a batch's
+    reply) holds, read in one pass; ``None`` when it is not a response."""
     try:
         kinds = _KINDS.decode(data) if data[:1] == b"[" else [_KIND.decode(data)]
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     if not kinds or any(kind.method is not None for kind in kinds):
         return None
-    return [kind.id if isinstance(kind.id, (int, str)) else None for kind in kinds]
+    return [
+        Answer(
+            kind.id if isinstance(kind.id, (int, str)) else None,
+            kind.error.code
+            if kind.error is not None and isinstance(kind.error.code, int)
+            else None,
+        )
+        for kind in kinds
+    ]
 
 
 class _Gate:
@@ -144,7 +167,7 @@ class Channel:
     what the response cannot carry. ``stamp`` (resumable sessions) gives SSE events
     their ids; ``priming`` opens an SSE stream with an empty event that has one
     (2025-11-25), announcing ``retry_ms``. ``status_of`` picks the status of a JSON
-    response from its messages.
+    response from the error codes of its responses (``None`` for a result).
     """
 
     def __init__(
@@ -158,7 +181,7 @@ class Channel:
         priming: bool = False,
         retry_ms: int | None = None,
         headers: dict[str, str] | None = None,
-        status_of: Callable[[list[bytes]], int] | None = None,
+        status_of: Callable[[list[int | None]], int] | None = None,
     ) -> None:
         self._send = send
         self.sse = sse
@@ -179,6 +202,8 @@ class Channel:
         self._answered: set[RequestId] = set()
         #: Messages held until the response's form is decided.
         self._held: list[bytes] = []
+        #: The error code (``None``: a result) of each response taken, in order.
+        self._error_codes: list[int | None] = []
         #: ``"json"`` or ``"sse"`` once the response started; ``None`` before.
         self.mode: str | None = None
         self._done = False
@@ -229,11 +254,12 @@ class Channel:
         if self._done or self.gone:
             await self._elsewhere(data)
             return
-        request_ids = answered_ids(data)
+        answers = answers_in(data)
         async with self._lock:
-            if request_ids is not None:
+            if answers is not None:
                 await self._take(data)
-                answered = [i for i in request_ids if i is not None]
+                self._error_codes.extend(answer.error_code for answer in answers)
+                answered = [a.request_id for a in answers if a.request_id is not None]
                 self._answered.update(answered)
                 expected = self._expected
                 if expected is not None and expected.intersection(answered):
@@ -327,7 +353,8 @@ class Channel:
         body = held[0] if len(held) == 1 else b"[" + b",".join(held) + b"]"
         status = self.status
         if status is None:
-            status = self._status_of(held) if self._status_of is not None else 200
+            codes = self._error_codes
+            status = self._status_of(codes) if self._status_of is not None else 200
         await start_response(self._send, status, "application/json", self._headers, len(body))
         await self._send({"type": "http.response.body", "body": body})
 
@@ -365,26 +392,22 @@ class SessionStream:
         return self._closed.is_set()
 
 
-class ChannelStream:
-    """The message stream of a connection that lives for one POST (2026-07-28): every
-    message it sends is about that POST's request, whichever task sends it."""
-
-    _completes_sends = True
+class ChannelStream(SessionStream):
+    """The message stream of a connection whose every message is about the one POST
+    it carries now (2026-07-28, or a handshake-era POST without sessions), whichever
+    task sends it."""
 
     def __init__(self, channel: Channel | None) -> None:
+        super().__init__(_no_standalone)
         #: The POST whose messages it carries now (``None`` between POSTs).
         self.channel = channel
-        self._closed = anyio.Event()
-
-    async def receive(self) -> bytes:
-        await self._closed.wait()
-        raise ConnectionClosed("the request ended")
 
     async def send(self, data: bytes) -> None:
         channel = self.channel
-        if self._closed.is_set() or channel is None:
+        if self.closed or channel is None:
             raise ConnectionClosed("the request ended")
         await channel.put(data)
 
-    async def aclose(self) -> None:
-        self._closed.set()
+
+async def _no_standalone(data: bytes) -> None:
+    raise ConnectionClosed("this connection has no standalone stream")

@@ -26,7 +26,7 @@ from mcpspec.runtime.errors import ErrorCode
 from ..changes import ChangeFeed
 from ..peer import Peer
 from ..pipes import running_asyncio_loop
-from .asgi import Receive, Send, respond
+from .asgi import Receive, Send, client_gone, respond
 from .routing import ROUTE, Channel, ChannelStream
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
@@ -91,8 +91,7 @@ class _Watch:
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    await client_gone(receive)
     scope.cancel()
 
 

@@ -18,10 +18,10 @@ import msgspec
 from mcpspec.runtime.envelope import ErrorObject, ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.events import ProtocolViolation, RequestReceived
-from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
+from mcpspec.runtime.negotiation import PROBE_DECODER
 from mcpspec.runtime.rules import Rule
 
-from .asgi import Receive, Scope, Send, respond
+from .asgi import Receive, Scope, Send, client_gone, respond
 from .routing import Channel
 from .security import Refusal
 
@@ -61,27 +61,14 @@ _STATELESS_STATUS: Final = {
 # -- peeking at a body before a session reads it ---------------------------------------------
 
 
-class _PeekParams(msgspec.Struct):
-    protocol_version: Any = msgspec.field(default=None, name="protocolVersion")
-    meta: Any = msgspec.field(default=None, name="_meta")
-
-
-class _Peek(msgspec.Struct):
-    """The members of a message the app routes by (the session reads the rest)."""
+class _Envelope(msgspec.Struct):
+    """The members of a message that tell what it is, when the rest is unreadable."""
 
     id: Any = None
     method: Any = None
-    params: Any = None
 
 
-class _PeekTyped(msgspec.Struct):
-    id: Any = None
-    method: Any = None
-    params: _PeekParams | None = None
-
-
-_PEEK: Final = msgspec.json.Decoder(_PeekTyped)
-_PEEK_LOOSE: Final = msgspec.json.Decoder(_Peek)
+_ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
 
 
 class BodyPeek:
@@ -101,10 +88,10 @@ class BodyPeek:
             self.batch = True
             return
         try:
-            peek = _PEEK.decode(data)
+            peek = PROBE_DECODER.decode(data)
         except msgspec.ValidationError:
             try:
-                loose = _PEEK_LOOSE.decode(data)
+                loose = _ENVELOPE.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 self.json = False
                 return
@@ -117,12 +104,8 @@ class BodyPeek:
             self.json = False
             return
         self.id, self.method = peek.id, peek.method
-        params = peek.params
-        if params is not None:
-            self.requested_version = params.protocol_version
-            meta = params.meta
-            if isinstance(meta, dict):
-                self.meta_version = meta.get(META_PROTOCOL_VERSION)
+        self.requested_version = peek.protocol_version
+        self.meta_version = peek.meta_version
 
     @property
     def is_request(self) -> bool:
@@ -166,28 +149,12 @@ def refuses_body(violation: ProtocolViolation) -> bool:
     return violation.request_id is None or violation.error.code in _MALFORMED
 
 
-def stateless_status(held: list[bytes]) -> int:
-    """The status of a 2026-07-28 JSON answer: the one its error's code maps to."""
-    if len(held) != 1:
+def stateless_status(error_codes: list[int | None]) -> int:
+    """The status of a 2026-07-28 JSON answer, from the error codes of its responses
+    (``None``: a result): the one its error's code maps to."""
+    if len(error_codes) != 1 or error_codes[0] is None:
         return 200
-    try:
-        error = _ERROR_CODE.decode(held[0]).error
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return 200
-    if error is None:
-        return 200
-    return _STATELESS_STATUS.get(error.code, 200) if isinstance(error.code, int) else 200
-
-
-class _ErrorCodeOnly(msgspec.Struct):
-    code: Any = None
-
-
-class _ErrorOnly(msgspec.Struct):
-    error: _ErrorCodeOnly | None = None
-
-
-_ERROR_CODE: Final = msgspec.json.Decoder(_ErrorOnly)
+    return _STATELESS_STATUS.get(error_codes[0], 200)
 
 
 async def internal_error(send: Send) -> None:
@@ -214,8 +181,7 @@ async def until_disconnect(receive: Receive, work: Awaitable[None]) -> None:
     async with anyio.create_task_group() as task_group:
 
         async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await client_gone(receive)
             task_group.cancel_scope.cancel()
 
         task_group.start_soon(watch)

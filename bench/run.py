@@ -48,7 +48,9 @@ throughput of an echo ``tools/call`` exchange between two sessions, against the 
 client and low-level server joined by a JSON-serialising in-memory transport. And the
 stdio round trips of ``bench/stdio.py`` (echo calls through a real server subprocess,
 mcpspec and the SDK on either side; its docstring gives the method), and the HTTP round
-trips of ``bench/http_bench.py`` (echo POSTs to ASGI apps under one uvicorn worker).
+trips of ``bench/http_bench.py`` (echo POSTs to ASGI apps under one uvicorn worker),
+and the checker's own time of ``bench/check_bench.py`` (``mcpspec check`` on
+server-everything).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import check_bench  # and the checker's own time
 import corpus  # the corpus module sits next to this script
 import http_bench  # and the HTTP round-trip benchmark
 import stdio  # so does the stdio round-trip benchmark
@@ -1193,6 +1196,11 @@ def markdown_document(report: dict[str, Any]) -> str:
                 if "http" in report
                 else []
             ),
+            *(
+                ["## mcpspec check", "", check_bench.markdown(report["check"])]
+                if "check" in report
+                else []
+            ),
         ]
     )
 
@@ -1455,6 +1463,9 @@ def main(argv: list[str] | None = None) -> int:
         http_bench.Settings.for_run(smoke=args.smoke, rounds=args.rounds),
         smoke=args.smoke,
     )
+    report["check"] = check_bench.measure(
+        check_bench.Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke
+    )
     modules = [mcpspec.module_name(r) for r in revisions]
     with tempfile.TemporaryDirectory() as directory:
         pythons = {BENCH_ENV: sys.executable}
@@ -1477,11 +1488,13 @@ def main(argv: list[str] | None = None) -> int:
         evaluate_targets(report)
         + stdio.targets(report["stdio"])
         + http_bench.targets(report["http"])
+        + check_bench.targets(report["check"])
     )
     report["elapsed_s"] = time.perf_counter() - started
 
     print(stdio.markdown(report["stdio"]))
     print(http_bench.markdown(report["http"]))
+    print(check_bench.markdown(report["check"]))
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1509,6 +1522,7 @@ def _smoke_checks(report: dict[str, Any]) -> None:
         assert entry["median_ms"] > 0, module
     stdio.smoke_check(report["stdio"])
     http_bench.smoke_check(report["http"])
+    check_bench.smoke_check(report["check"])
     assert {t["target"] for t in report["targets"]} and all(
         t["pass"] in (True, False, None) for t in report["targets"]
     )

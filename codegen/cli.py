@@ -1,9 +1,7 @@
-"""``mcpspec generate``: rebuild the revision modules from the pinned schemas.
+"""What ``mcpspec generate`` does: rebuild the revision modules from the pinned schemas.
 
-mcpspec generate                     # every pinned revision into generated/
-mcpspec generate --out DIR           # ... into DIR
-mcpspec generate --check             # fail if generated/ differs from a fresh run
-mcpspec generate --revision 2027-01-01 --schema path/to/schema.json
+The command line is defined in :mod:`mcpspec.cli.generate`, so that ``--help`` needs no
+jinja2; this module runs it.
 """
 
 from __future__ import annotations
@@ -12,34 +10,11 @@ import argparse
 import difflib
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 from .generate import generate_all
 
-__all__ = ["main"]
-
-#: The revision modules of a project checkout, relative to its root.
-_GENERATED = Path("generated")
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcpspec", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("generate", help="regenerate the revision modules")
-    gen.add_argument("--out", type=Path, default=_GENERATED, help="output folder")
-    gen.add_argument(
-        "--schema-dir",
-        type=Path,
-        help="folder of <revision>/schema.json (default: $MCPSPEC_SCHEMA_DIR, else "
-        "../shared/mcp-schema, else download the pinned files)",
-    )
-    gen.add_argument("--revision", help="add this revision, from --schema")
-    gen.add_argument("--schema", type=Path, help="schema.json of --revision")
-    gen.add_argument(
-        "--check", action="store_true", help="write nothing; fail if --out is not up to date"
-    )
-    return parser
+__all__ = ["run"]
 
 
 def _extra_revisions(args: argparse.Namespace) -> dict[str, Path]:
@@ -71,8 +46,8 @@ def _compare(expected: Path, actual: Path) -> list[str]:
     return problems
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``mcpspec generate`` with parsed arguments."""
     extra = _extra_revisions(args)
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
@@ -89,7 +64,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     for report in generate_all(args.out, args.schema_dir, extra):
         print(report.summary())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import mcpspec
+from mcpspec.cli import main
 from mcpspec.codegen import generate_all, load_wire_schema
-from mcpspec.codegen.cli import main
 from mcpspec.codegen.patch import ErratumMismatch, apply_errata, normalise_wire_form
 from mcpspec.codegen.sources import SchemaHashMismatch, SchemaNotFound, read_pinned_schema
 from mcpspec.schema import ERRATA, PINS, Erratum, pin_for

@@ -7,11 +7,12 @@ Tools: ``echo`` (text), ``add`` (text and structured output), ``slow`` (reports
 debug and a warning message), ``fail`` (a tool error), ``ask`` (an elicitation,
 answered by the client, in every revision); a resource ``test://greeting``, a resource
 template ``test://items/{item}``, a prompt ``greet`` with a completable argument
-``name``.
+``name``. ``--declare-logging`` makes it declare the logging capability.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import anyio
@@ -20,8 +21,10 @@ from mcp.types import (
     Completion,
     CompletionArgument,
     CompletionContext,
+    EmptyResult,
     PromptReference,
     ResourceTemplateReference,
+    SetLevelRequestParams,
 )
 from pydantic import BaseModel
 
@@ -125,5 +128,24 @@ async def complete(
     return Completion(values=[n for n in names if n.startswith(argument.value)])
 
 
+async def set_level(ctx: object, params: SetLevelRequestParams) -> EmptyResult:
+    """Accept any level (the peer's tools log at debug and warning regardless)."""
+    return EmptyResult()
+
+
+def declare_logging() -> None:
+    """Make the server declare the logging capability its tools use (``note`` logs).
+
+    The SDK's ``MCPServer`` declares ``logging`` only when a ``logging/setLevel``
+    handler is registered, and offers no public way to register one, yet its tools log
+    without it: a server that logs must declare the capability (``mcpspec check``
+    reports that, see tests/test_check_interop.py)."""
+    server._lowlevel_server.add_request_handler(
+        "logging/setLevel", SetLevelRequestParams, set_level
+    )
+
+
 if __name__ == "__main__":
+    if "--declare-logging" in sys.argv[1:]:
+        declare_logging()
     server.run("stdio")

@@ -1,0 +1,105 @@
+"""What a check run found: one :class:`Finding` per check and place, gathered in a
+:class:`Report`.
+
+A finding is the outcome of one check (named by its id in :data:`~.catalog.CHECKS`) at one
+place: ``where`` is a JSON path inside a message (``$.result.tools[3].inputSchema``), a
+line of the server's output (``stdout line 7``), a method (``tools/list``) or an HTTP
+exchange (``POST /mcp``). ``why`` says what is wrong, or what was seen when it passed.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from .catalog import CHECKS, Level
+
+__all__ = ["Finding", "Outcome", "Report", "RevisionReport", "broken"]
+
+
+class Outcome(str, enum.Enum):
+    """How a check came out at one place."""
+
+    PASSED = "passed"
+    #: A MUST-level rule is broken.
+    FAILED = "failed"
+    #: A SHOULD-level rule is broken: shown apart, fails only with ``--strict-warnings``.
+    WARNING = "warning"
+    #: The check could not run here (the server lacks the feature, or an earlier failure
+    #: left nothing to check); ``why`` says which.
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The outcome of check ``check`` at ``where``, for protocol revision ``revision``."""
+
+    check: str
+    outcome: Outcome
+    where: str = ""
+    why: str = ""
+    revision: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.check not in CHECKS:
+            raise ValueError(f"unknown check {self.check!r}")
+
+    @property
+    def problem(self) -> bool:
+        """Whether this finding is a failure or a warning."""
+        return self.outcome in (Outcome.FAILED, Outcome.WARNING)
+
+
+def broken(check: str, where: str, why: str, revision: str | None = None) -> Finding:
+    """A finding of a broken rule: a failure for a MUST rule, a warning for a SHOULD."""
+    outcome = Outcome.FAILED if CHECKS[check].level is Level.MUST else Outcome.WARNING
+    return Finding(check, outcome, where, why, revision)
+
+
+@dataclass
+class RevisionReport:
+    """Every finding of one protocol revision, on one fresh connection (or, for
+    ``validate``, one transcript)."""
+
+    revision: str
+    findings: list[Finding] = field(default_factory=list)
+    #: Whether the server accepted the revision; ``None`` until negotiation is done.
+    accepted: bool | None = None
+    #: Why the revision was not checked further, when it was not.
+    stopped: str = ""
+    #: What was judged, when not the run's target (``validate``: the file).
+    source: str = ""
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+    def problems(self, outcome: Outcome) -> list[Finding]:
+        return [f for f in self.findings if f.outcome is outcome]
+
+
+@dataclass
+class Report:
+    """A whole run: the target, each revision's findings and the server's stderr."""
+
+    target: str
+    revisions: list[RevisionReport] = field(default_factory=list)
+    #: What the server wrote on stderr (stdio targets), newest bytes kept; never judged.
+    stderr: str = ""
+    started: float = field(default_factory=time.time)
+    seconds: float = 0.0
+
+    def findings(self) -> Iterator[Finding]:
+        for revision in self.revisions:
+            yield from revision.findings
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(1 for f in self.findings() if f.outcome is outcome)
+
+    def exit_status(self, *, strict_warnings: bool = False) -> int:
+        """0 when nothing failed (and, with ``strict_warnings``, nothing warned), else 1."""
+        bad: Iterable[Outcome] = (
+            (Outcome.FAILED, Outcome.WARNING) if strict_warnings else (Outcome.FAILED,)
+        )
+        return 1 if any(self.count(o) for o in bad) else 0

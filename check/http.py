@@ -1,0 +1,910 @@
+"""The HTTP side of ``mcpspec check``: :class:`HttpTarget` opens :class:`HttpLink`
+connections to a server at a URL.
+
+A link speaks the transport of the revision under check, as a client of that era would:
+
+* Streamable HTTP (2025-03-26 and later): every message is a POST with the headers the
+  era requires (``Accept``, ``Content-Type``, ``MCP-Protocol-Version`` once negotiated,
+  ``Mcp-Session-Id`` once the server minted one; in 2026-07-28 the headers mirrored
+  from the body, computed by :mod:`mcpspec.runtime.mirror`). An ``application/json``
+  answer is one message, a ``text/event-stream`` answer one message per event; answers
+  are read in the background, so :meth:`HttpLink.receive` gives messages in the order
+  they arrive. Once ``notifications/initialized`` is accepted, a ``GET`` stream carries
+  the server's own messages (when the server offers one).
+* HTTP+SSE (2024-11-05): when the POST of ``initialize`` is refused with 400, 404 or 405
+  and no modern JSON-RPC error, the link ``GET``\\ s the URL (then its ``sse`` sibling)
+  for the ``endpoint`` event, as the specification's backwards-compatibility section
+  says, and from then on posts there and reads every message from that stream.
+
+The link judges the transport only (statuses and headers; the checks ``http.status``,
+``http.headers`` and ``http.session``), filing findings into the revision's report
+with the rule broken; what is inside a message is the conversation's to judge. Every
+body and event is bounded (:data:`MAX_MESSAGE`), every wait has a time limit.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from typing import Any, Final
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import anyio.abc
+import httpx
+import msgspec
+from msgspec import UNSET
+
+from mcpspec.runtime.connection.errors import MessageTooLarge
+from mcpspec.runtime.connection.http.client_events import SseDecoder
+from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
+from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
+from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION, is_stateless
+
+from .errors import LinkClosed
+from .findings import RevisionReport, broken
+from .link import Received, Transport
+
+__all__ = [
+    "MAX_MESSAGE",
+    "HttpLink",
+    "HttpTarget",
+    "file_once",
+    "minted_why",
+    "transport_page",
+    "unknown_session_id",
+]
+
+#: The largest body or SSE event read, in bytes.
+MAX_MESSAGE: Final = 16 * 1024 * 1024
+#: Messages received and not yet read; a full queue holds the readers back.
+QUEUE_SIZE: Final = 256
+#: The longest session id kept (a longer one is still judged, then dropped).
+MAX_SESSION_ID: Final = 1024
+#: Tools whose ``x-mcp-header`` annotations are remembered, at most.
+MAX_TOOLS: Final = 10_000
+#: ``tools/list`` requests awaiting their answer that are remembered, at most.
+MAX_PENDING_LISTS: Final = 1024
+ACCEPT_BOTH: Final = "application/json, text/event-stream"
+#: Headers the link writes itself; ``--header`` cannot set them.
+LIBRARY_HEADERS: Final = frozenset(
+    {
+        "accept",
+        "content-type",
+        "content-length",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "mcp-method",
+        "mcp-name",
+    }
+)
+#: The first revision with the ``MCP-Protocol-Version`` header.
+VERSION_HEADER_SINCE: Final = "2025-06-18"
+#: 2026-07-28: the HTTP status each of these JSON-RPC error codes must travel with.
+STATUS_OF_CODE: Final[Mapping[int, int]] = {-32020: 400, -32021: 400, -32022: 400, -32601: 404}
+#: Codes of errors that refuse a body rather than answer a request: 200 or 400.
+BODY_REFUSALS: Final = frozenset({-32700, -32600})
+#: Revisions whose clients speak Streamable HTTP only (2024-11-05, and versions this
+#: checker does not know, may fall back to HTTP+SSE).
+STREAMABLE_ONLY: Final = frozenset({"2025-03-26", "2025-06-18", "2025-11-25"})
+#: Errors by which a modern (2026-07-28) server refuses a request: no fallback to HTTP+SSE.
+MODERN_CODES: Final = frozenset(STATUS_OF_CODE)
+
+
+# -- reading messages ---------------------------------------------------------------------------
+
+
+class _Params(msgspec.Struct, rename={"meta": "_meta", "request_id": "requestId"}):
+    meta: dict[str, Any] | None = None
+    request_id: Any = None
+
+
+class _Outgoing(msgspec.Struct):
+    """The members of a message sent that decide how it is posted and judged."""
+
+    jsonrpc: Any = None
+    id: Any = UNSET
+    method: Any = None
+    params: _Params | None = None
+
+
+class _ErrorCode(msgspec.Struct):
+    code: Any = None
+
+
+class _Incoming(msgspec.Struct):
+    """The members of a message received that tell what it answers."""
+
+    id: Any = UNSET
+    method: Any = None
+    result: msgspec.Raw = msgspec.Raw(b"")
+    error: _ErrorCode | None = None
+
+
+class _Version(msgspec.Struct, rename={"protocol_version": "protocolVersion"}):
+    protocol_version: Any = None
+
+
+class _InitializeAnswer(msgspec.Struct):
+    result: _Version | None = None
+
+
+class _Tool(msgspec.Struct, rename={"input_schema": "inputSchema"}):
+    name: Any = None
+    input_schema: Any = None
+
+
+class _Tools(msgspec.Struct):
+    tools: list[_Tool] | None = None
+
+
+class _ToolsAnswer(msgspec.Struct):
+    result: _Tools | None = None
+
+
+_FAILURES = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
+_OUTGOING = msgspec.json.Decoder(_Outgoing)
+_INCOMING = msgspec.json.Decoder(_Incoming)
+_INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
+_TOOLS_ANSWER = msgspec.json.Decoder(_ToolsAnswer)
+
+
+def _outgoing(data: bytes) -> _Outgoing | None:
+    """The message sent, or ``None`` when it is not one JSON object."""
+    try:
+        return _OUTGOING.decode(data)
+    except _FAILURES:
+        return None
+
+
+def incoming(data: bytes) -> _Incoming | None:
+    """What a message received answers, or ``None`` when it is not one JSON object."""
+    try:
+        return _INCOMING.decode(data)
+    except _FAILURES:
+        return None
+
+
+def _kind(message: _Outgoing | None) -> str:
+    """``"request"``, ``"notification"``, ``"response"`` or ``"other"`` (not JSON-RPC)."""
+    if message is None or message.jsonrpc != "2.0":
+        return "other"
+    if isinstance(message.method, str):
+        if message.id is UNSET:
+            return "notification"
+        return "request" if _is_id(message.id) else "other"
+    return "response" if message.id is not UNSET else "other"
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def meta_version(message: _Outgoing | None) -> str | None:
+    """The 2026-07-28 protocol version a message names in ``params._meta``."""
+    if message is None or message.params is None or message.params.meta is None:
+        return None
+    version = message.params.meta.get(META_PROTOCOL_VERSION)
+    return version if isinstance(version, str) else None
+
+
+def media_type(response: httpx.Response) -> str:
+    """The response's media type, lower case, without parameters."""
+    value: str = response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
+
+
+class BodyTooLarge(Exception):
+    """A body went past :data:`MAX_MESSAGE`."""
+
+
+async def read_body(response: httpx.Response, limit: int = MAX_MESSAGE) -> bytes:
+    """The body, read up to ``limit`` bytes; :class:`BodyTooLarge` past it."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"the body is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+def visible_ascii(value: str) -> bool:
+    """Whether ``value`` is non-empty visible ASCII (0x21 to 0x7E), as a session id must be."""
+    return bool(value) and all(0x21 <= ord(c) <= 0x7E for c in value)
+
+
+def _plain_header(value: str) -> bool:
+    return value.isascii() and value.isprintable() and value == value.strip()
+
+
+def transport_page(revision: str) -> str:
+    """The specification page whose rules apply to Streamable HTTP in ``revision``."""
+    if is_stateless(revision):
+        return f"{revision} Streamable HTTP"
+    if revision in ("2025-03-26", "2025-06-18", "2025-11-25"):
+        return f"{revision} transports, Streamable HTTP"
+    # 2024-11-05 (and unknown versions) over Streamable HTTP: the transport's first page.
+    return "2025-03-26 transports, Streamable HTTP"
+
+
+def file_once(report: RevisionReport, check: str, where: str, why: str) -> None:
+    """File the broken rule once: the same check, place and reason are not repeated."""
+    for finding in report.findings:
+        if finding.check == check and finding.where == where and finding.why == why:
+            return
+    report.add(broken(check, where, why, report.revision))
+
+
+# -- the target ---------------------------------------------------------------------------------
+
+
+class HttpTarget:
+    """An MCP server at ``url`` (its Streamable HTTP endpoint, or the SSE URL of an
+    HTTP+SSE server). ``headers`` go with every HTTP request (``--header``, for
+    authentication), but for the ones the link writes itself. ``timeout`` bounds
+    connecting, sending, and each wait that is not for an answer to a request."""
+
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None = None, *, timeout: float = 10.0
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.url = url
+        self.description = url
+        self.timeout = timeout
+        self.headers = {
+            name: value
+            for name, value in (headers or {}).items()
+            if name.lower() not in LIBRARY_HEADERS and not name.lower().startswith("mcp-param-")
+        }
+        #: The endpoint's path, as findings name it (``POST /mcp``).
+        self.path = parts.path or "/"
+
+    @property
+    def stderr(self) -> str:
+        """Always ``""``: an HTTP server's log is not ours to read."""
+        return ""
+
+    def client(self) -> httpx.AsyncClient:
+        """A new HTTP client for this target (one per connection)."""
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout), follow_redirects=False, trust_env=False
+        )
+
+    def connect(self, report: RevisionReport) -> AbstractAsyncContextManager[HttpLink]:
+        """A fresh connection (one HTTP client) whose transport findings go to ``report``."""
+        return _open_link(self, report)
+
+    async def probe_transport(self, report: RevisionReport, options: Any) -> None:
+        """The HTTP probes of :mod:`.http_probes` for ``report.revision``."""
+        from .http_probes import check_http
+
+        await check_http(self, report.revision, report, options)
+
+
+@asynccontextmanager
+async def _open_link(target: HttpTarget, report: RevisionReport) -> AsyncIterator[HttpLink]:
+    async with target.client() as client, anyio.create_task_group() as task_group:
+        link = HttpLink(target, report, client, task_group)
+        try:
+            yield link
+        finally:
+            with anyio.CancelScope(shield=True):
+                await link.aclose()
+            task_group.cancel_scope.cancel()
+
+
+# -- the link ------------------------------------------------------------------------------------
+
+
+class HttpLink:
+    """One connection to an HTTP server under check (see the module's docstring)."""
+
+    def __init__(
+        self,
+        target: HttpTarget,
+        report: RevisionReport,
+        client: httpx.AsyncClient,
+        task_group: anyio.abc.TaskGroup,
+    ) -> None:
+        #: ``"http"`` (Streamable HTTP), or ``"sse"`` once on HTTP+SSE.
+        self.transport: Transport = "http"
+        self._target = target
+        self._report = report
+        self._client = client
+        self._tasks = task_group
+        self._timeout = target.timeout
+        self._stream_timeout = httpx.Timeout(
+            connect=target.timeout, read=None, write=target.timeout, pool=target.timeout
+        )
+        self._in, self._out = anyio.create_memory_object_stream[Received](QUEUE_SIZE)
+        self._posts = 0
+        self._closed = False
+        #: Why the link closed (or will give no more messages), when it did.
+        self.closed_reason = ""
+        #: The session id the server minted, if any (handshake revisions).
+        self.session_id: str | None = None
+        #: The protocol version ``initialize`` negotiated, once seen.
+        self.protocol_version: str | None = None
+        self._initialize_id: Any = UNSET
+        self._tools_list_ids: set[Any] = set()
+        self._tool_params: dict[str, tuple[ParamHeader, ...]] = {}
+        #: The response streams of requests in flight, by id (2026-07-28: closing one
+        #: cancels its request).
+        self._streams: dict[Any, anyio.CancelScope] = {}
+        self._stateless_ids: set[Any] = set()
+        self._scopes: set[anyio.CancelScope] = set()
+        self._listening = False
+        self._legacy: LegacySseChannel | None = None
+        self._switching = anyio.Lock()
+        self._sse_events = 0
+        #: Whether a request was answered with a 2xx yet.
+        self._opened = False
+
+    # -- the Link protocol -------------------------------------------------------------------------
+
+    async def send(self, data: bytes) -> None:
+        """Post one message (or any bytes). A request's answer is read in the
+        background: ``send`` returns once its body is sent."""
+        if self._closed:
+            raise LinkClosed(self.closed_reason or "the link is closed")
+        message = _outgoing(data)
+        kind = _kind(message)
+        self._posts += 1
+        number = self._posts
+        if self._legacy is not None:
+            await self._post_legacy(number, data, message, kind)
+            return
+        cancel = message is not None and message.method == "notifications/cancelled"
+        if cancel and message is not None and await self._cancel_stream(message):
+            return
+        if kind in ("notification", "response"):
+            assert message is not None
+            await self._post_inline(number, data, message, kind)
+            return
+        sent = anyio.Event()
+        self._spawn(self._run_post, number, data, message, kind, sent)
+        with anyio.move_on_after(self._timeout):
+            await sent.wait()
+
+    async def receive(self) -> Received | None:
+        """The next message from the server; ``None`` once the link is closed (or, on
+        HTTP+SSE, the server ended the stream)."""
+        try:
+            return await self._out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+
+    async def aclose(self) -> None:
+        """Stop reading, end the session (``DELETE``, unjudged) and end :meth:`receive`."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.closed_reason:
+            self.closed_reason = "the link is closed"
+        for scope in list(self._scopes):
+            scope.cancel()
+        self._in.close()
+        if self.session_id is not None and self._legacy is None:
+            headers = {**self._target.headers, "Mcp-Session-Id": self.session_id}
+            with anyio.move_on_after(self._timeout), suppress(httpx.HTTPError):
+                await self._client.delete(self._target.url, headers=headers)
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    @property
+    def _revision(self) -> str:
+        return self._report.revision
+
+    def _where(self, method: str = "POST") -> str:
+        return f"{method} {self._target.path}"
+
+    def _file(self, check: str, why: str, *, method: str = "POST") -> None:
+        file_once(self._report, check, self._where(method), why)
+
+    def _spawn(self, function: Any, *args: Any) -> None:
+        self._tasks.start_soon(self._scoped, function, args)
+
+    async def _scoped(self, function: Any, args: tuple[Any, ...]) -> None:
+        with anyio.CancelScope() as scope:
+            self._scopes.add(scope)
+            if self._closed:
+                scope.cancel()
+            try:
+                await function(*args)
+            finally:
+                self._scopes.discard(scope)
+
+    def _end(self, reason: str) -> None:
+        """No more messages will come: :meth:`receive` gives ``None`` once the queue is
+        read."""
+        if not self._closed:
+            self.closed_reason = reason
+        self._in.close()
+
+    async def _deliver(self, data: bytes, where: str) -> None:
+        self._learn(data)
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._in.send(Received(data, where))
+
+    def _too_large(self, where: str, size: int | None = None) -> None:
+        seen = f" of {size} bytes" if size is not None else ""
+        file_once(
+            self._report,
+            "wire.message",
+            where,
+            f"a message{seen} over the checker's limit of {MAX_MESSAGE} bytes was dropped",
+        )
+
+    def _learn(self, data: bytes) -> None:
+        """Learn the negotiated version and tools' header annotations from answers."""
+        message = incoming(data)
+        if message is None or message.method is not None or not message.result:
+            return
+        if message.id == self._initialize_id and message.id is not UNSET:
+            with suppress(*_FAILURES):
+                result = _INITIALIZE_ANSWER.decode(data).result
+                if result is not None and isinstance(result.protocol_version, str):
+                    version = result.protocol_version[:64]
+                    if _plain_header(version):
+                        self.protocol_version = version
+        if _is_id(message.id) and message.id in self._tools_list_ids:
+            self._tools_list_ids.discard(message.id)
+            with suppress(*_FAILURES):
+                tools = _TOOLS_ANSWER.decode(data).result
+                for tool in (tools.tools or []) if tools is not None else []:
+                    if len(self._tool_params) >= MAX_TOOLS:
+                        break
+                    if isinstance(tool.name, str) and isinstance(tool.input_schema, dict):
+                        try:
+                            self._tool_params[tool.name] = param_headers(tool.input_schema)
+                        except MirrorError:
+                            self._tool_params[tool.name] = ()
+
+    def _params_of(self, name: str) -> Sequence[ParamHeader]:
+        return self._tool_params.get(name, ())
+
+    # -- headers -----------------------------------------------------------------------------------
+
+    def _stateless(self, message: _Outgoing | None) -> bool:
+        return meta_version(message) is not None or is_stateless(self._revision)
+
+    def _headers(self, data: bytes, message: _Outgoing | None) -> dict[str, str]:
+        headers = {
+            **self._target.headers,
+            "Accept": ACCEPT_BOTH,
+            "Content-Type": "application/json",
+        }
+        version = meta_version(message)
+        if version is not None or (message is not None and is_stateless(self._revision)):
+            try:
+                headers.update(
+                    request_headers(data, self._params_of, protocol_version=self._revision)
+                )
+            except MirrorError:
+                # A probe of a malformed message: send what can be sent, so that the
+                # server judges the body, not missing headers.
+                if version is not None and _plain_header(version):
+                    headers["MCP-Protocol-Version"] = version
+                method = None if message is None else message.method
+                if isinstance(method, str) and _plain_header(method):
+                    headers["Mcp-Method"] = method
+            return headers
+        if is_stateless(self._revision):
+            headers["MCP-Protocol-Version"] = self._revision
+            return headers
+        negotiated = self.protocol_version
+        if negotiated is not None and negotiated >= VERSION_HEADER_SINCE:
+            headers["MCP-Protocol-Version"] = negotiated
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    # -- posting -----------------------------------------------------------------------------------
+
+    async def _cancel_stream(self, message: _Outgoing) -> bool:
+        """2026-07-28: cancelling is closing the request's response stream (nothing is
+        posted: ``True``). Earlier revisions post the notification and keep reading."""
+        request_id = None if message.params is None else message.params.request_id
+        stateless = is_stateless(self._revision) or (
+            _is_id(request_id) and request_id in self._stateless_ids
+        )
+        if not stateless:
+            return False
+        if _is_id(request_id):
+            scope = self._streams.get(request_id)
+            if scope is not None:
+                scope.cancel()
+        return True
+
+    async def _post_inline(self, number: int, data: bytes, message: _Outgoing, kind: str) -> None:
+        """Post a notification or response; judge the acknowledgement."""
+        headers = self._headers(data, message)
+        try:
+            async with self._client.stream(
+                "POST", self._target.url, content=data, headers=headers, timeout=self._timeout
+            ) as response:
+                status = response.status_code
+                try:
+                    body = await read_body(response, 65536)
+                except BodyTooLarge:
+                    body = b"(long)"
+        except httpx.HTTPError as exc:
+            raise LinkClosed(f"POST {self._target.url} failed: {exc!r}") from exc
+        what = message.method if kind == "notification" else "a response"
+        if 200 <= status < 300 and (status != 202 or body.strip()):
+            shown = "a body" if body.strip() else "no body"
+            self._file(
+                "http.status",
+                f"{what} was answered {status} with {shown}; a notification or response "
+                "the server accepts is answered 202 Accepted with no body "
+                f"({transport_page(self._revision)}, Sending Messages)",
+            )
+        if (
+            message.method == "notifications/initialized"
+            and status < 300
+            and not self._listening
+            and not is_stateless(self._revision)
+        ):
+            self._listening = True
+            self._spawn(self._listen)
+
+    async def _run_post(
+        self, number: int, data: bytes, message: _Outgoing | None, kind: str, sent: anyio.Event
+    ) -> None:
+        """Post a request (or bytes that are not JSON-RPC) and deliver what answers it."""
+
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            if name.endswith("send_request_body.complete"):
+                sent.set()
+
+        request_id = message.id if message is not None and kind == "request" else None
+        method = message.method if message is not None and kind == "request" else None
+        if method == "initialize":
+            self._initialize_id = request_id
+            self.protocol_version = None
+        elif method == "tools/list":
+            if len(self._tools_list_ids) >= MAX_PENDING_LISTS:
+                self._tools_list_ids.clear()  # never answered: forget them
+            self._tools_list_ids.add(request_id)
+        stateless = self._stateless(message)
+        scope = anyio.CancelScope()
+        if request_id is not None:
+            self._streams[request_id] = scope
+            if stateless:
+                self._stateless_ids.add(request_id)
+        headers = self._headers(data, message)
+        try:
+            with scope:
+                async with self._client.stream(
+                    "POST",
+                    self._target.url,
+                    content=data,
+                    headers=headers,
+                    timeout=self._stream_timeout,
+                    extensions={"trace": trace},
+                ) as response:
+                    sent.set()
+                    await self._answer(number, data, message, kind, response, stateless)
+        except httpx.HTTPError as exc:
+            if method == "initialize":
+                self._end(f"POST of initialize failed: {exc!r}")
+        except BodyTooLarge:
+            self._too_large(f"POST {number} response")
+        finally:
+            sent.set()
+            if request_id is not None and self._streams.get(request_id) is scope:
+                del self._streams[request_id]
+                self._stateless_ids.discard(request_id)
+
+    async def _answer(
+        self,
+        number: int,
+        data: bytes,
+        message: _Outgoing | None,
+        kind: str,
+        response: httpx.Response,
+        stateless: bool,
+    ) -> None:
+        status = response.status_code
+        media = media_type(response)
+        method = message.method if message is not None and kind == "request" else None
+        if method == "initialize" and status < 300:
+            self._learn_session(response)
+        if (
+            method == "initialize"
+            and status in (400, 404, 405)
+            and self._revision not in STREAMABLE_ONLY
+            and not is_stateless(self._revision)
+        ):
+            body = await read_body(response)
+            if not _modern_error(body) and await self._switch_to_legacy():
+                assert message is not None
+                await self._post_legacy(number, data, message, kind)
+                return
+            if _json_rpc(body):
+                await self._deliver(body, f"POST {number} response")
+            else:
+                self._end(
+                    f"initialize was refused with HTTP {status} and the URL serves no "
+                    "HTTP+SSE endpoint either"
+                )
+            return
+        if kind == "request":
+            assert message is not None
+            if status < 300 and status != 200:
+                self._file(
+                    "http.status",
+                    f"{method} was answered {status}; a request is answered 200 with "
+                    "application/json or text/event-stream "
+                    f"({transport_page(self._revision)}, Sending Messages)",
+                )
+            if status < 300 and media not in ("application/json", "text/event-stream"):
+                self._file(
+                    "http.headers",
+                    f"{method} was answered with Content-Type {media or '(none)'}; a request "
+                    "is answered with application/json or text/event-stream "
+                    f"({transport_page(self._revision)}, Sending Messages)",
+                )
+            if stateless and status < 300 and "mcp-session-id" in response.headers:
+                file_once(self._report, "http.session", self._where(), minted_why(method))
+        if media == "text/event-stream" and status < 300:
+            self._opened = True
+            await self._read_stream(number, message, kind, response, status, stateless)
+            return
+        if status < 300:
+            self._opened = True
+        body = await read_body(response)
+        if media == "application/json" or _json_rpc(body):
+            if kind == "request" and body.strip():
+                assert message is not None
+                self._judge_answer(body, message, status, stateless)
+                await self._deliver(body, f"POST {number} response")
+                return
+            if body.strip():
+                await self._deliver(body, f"POST {number} response")
+                return
+        opening = method == "initialize" or (stateless and not self._opened)
+        if status >= 300 and opening:
+            # Nothing will answer: the server does not speak this revision here.
+            self._end(f"{method} was refused with HTTP {status} and no JSON-RPC body")
+
+    async def _read_stream(
+        self,
+        number: int,
+        message: _Outgoing | None,
+        kind: str,
+        response: httpx.Response,
+        status: int,
+        stateless: bool,
+    ) -> None:
+        decoder = SseDecoder(MAX_MESSAGE)
+        events = 0
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                if event.event != "message":
+                    continue
+                events += 1
+                where = f"POST {number} event {events}"
+                if event.data is None:
+                    self._too_large(where, event.size)
+                    continue
+                if events == 1 and kind == "request":
+                    assert message is not None
+                    self._judge_answer(event.data, message, status, stateless)
+                await self._deliver(event.data, where)
+        if decoder.dropping:
+            self._too_large(f"POST {number} event {events + 1}")
+
+    def _judge_answer(self, data: bytes, message: _Outgoing, status: int, stateless: bool) -> None:
+        """The status an error answering ``message`` came with: 200 in the handshake
+        eras; in 2026-07-28 the one its code maps to, else 200."""
+        answer = incoming(data)
+        if answer is None or answer.method is not None or answer.id != message.id:
+            return
+        page = transport_page(self._revision)
+        method = message.method
+        if answer.error is None:
+            if answer.result and status != 200:
+                self._file(
+                    "http.status",
+                    f"the result of {method} came with HTTP {status}; a request is answered "
+                    f"200 ({page}, Sending Messages)",
+                )
+            return
+        code = answer.error.code
+        if not isinstance(code, int) or isinstance(code, bool):
+            return
+        if stateless:
+            expected = STATUS_OF_CODE.get(code)
+            if expected is not None:
+                if status != expected:
+                    self._file(
+                        "http.status",
+                        f"the {code} error answering {method} came with HTTP {status}; "
+                        f"2026-07-28 sends it with {expected} ({page}, Protocol Version "
+                        "Header and Server Validation; basic, error codes)",
+                    )
+                return
+            allowed = (200, 400) if code in BODY_REFUSALS or code == -32602 else (200,)
+        else:
+            allowed = (200, 400) if code in BODY_REFUSALS else (200,)
+        if status not in allowed:
+            self._file(
+                "http.status",
+                f"the {code} error answering {method} came with HTTP {status}; JSON-RPC "
+                "errors answering a request travel inside a 200"
+                + (" unless 2026-07-28 maps their code to a status" if stateless else "")
+                + f" ({page}; the Streamable HTTP contract)",
+            )
+
+    def _learn_session(self, response: httpx.Response) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id is None:
+            return
+        if not visible_ascii(session_id):
+            self._file(
+                "http.headers",
+                f"the Mcp-Session-Id {session_id[:80]!r} holds characters other than "
+                "visible ASCII (0x21 to 0x7E) "
+                f"({transport_page(self._revision)}, Session Management)",
+            )
+            return
+        if len(session_id) <= MAX_SESSION_ID and not is_stateless(self._revision):
+            self.session_id = session_id
+
+    # -- the standalone GET stream -----------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        """The server's own messages on the standalone ``GET`` stream, when offered."""
+        headers = {**self._target.headers, "Accept": "text/event-stream"}
+        if self.protocol_version is not None and self.protocol_version >= VERSION_HEADER_SINCE:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        try:
+            async with self._client.stream(
+                "GET", self._target.url, headers=headers, timeout=self._stream_timeout
+            ) as response:
+                if response.status_code != 200:
+                    return  # 405, or refused: the GET probe judges it
+                if media_type(response) != "text/event-stream":
+                    self._file(
+                        "http.headers",
+                        f"GET was answered 200 with Content-Type {media_type(response) or '(none)'}"
+                        "; a GET is answered with text/event-stream or 405 "
+                        f"({transport_page(self._revision)}, Listening for Messages)",
+                        method="GET",
+                    )
+                    return
+                decoder = SseDecoder(MAX_MESSAGE)
+                events = 0
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        if event.event != "message":
+                            continue
+                        events += 1
+                        where = f"GET stream event {events}"
+                        if event.data is None:
+                            self._too_large(where, event.size)
+                        else:
+                            await self._deliver(event.data, where)
+        except httpx.HTTPError:
+            return
+
+    # -- HTTP+SSE (2024-11-05) ---------------------------------------------------------------------
+
+    async def _switch_to_legacy(self) -> bool:
+        async with self._switching:
+            if self._legacy is not None:
+                return True
+            channel = LegacySseChannel(
+                self._client,
+                headers=self._target.headers,
+                auth=httpx.USE_CLIENT_DEFAULT,
+                timeout=self._stream_timeout,
+                max_message_size=MAX_MESSAGE,
+                deliver=self._deliver_legacy,
+                ended=self._end,
+            )
+            for url in sse_urls(self._target.url):
+                try:
+                    await channel.open(self._tasks, url, wait=self._timeout)
+                except NoSseEndpoint:
+                    continue
+                self._legacy = channel
+                self.transport = "sse"
+                return True
+            return False
+
+    async def _deliver_legacy(self, item: bytes | MessageTooLarge) -> None:
+        self._sse_events += 1
+        where = f"SSE stream event {self._sse_events}"
+        if isinstance(item, MessageTooLarge):
+            self._too_large(where)
+            return
+        if self._closed:
+            return
+        await self._deliver(item, where)
+
+    async def _post_legacy(
+        self, number: int, data: bytes, message: _Outgoing | None, kind: str
+    ) -> None:
+        """Post a message to the HTTP+SSE endpoint; what it causes comes on the stream."""
+        channel = self._legacy
+        assert channel is not None and channel.endpoint is not None
+        if kind == "request" and message is not None and message.method == "initialize":
+            self._initialize_id = message.id
+        headers = {**self._target.headers, "Content-Type": "application/json"}
+        try:
+            async with self._client.stream(
+                "POST", channel.endpoint, content=data, headers=headers, timeout=self._timeout
+            ) as response:
+                status = response.status_code
+                with suppress(BodyTooLarge):
+                    await read_body(response, 65536)
+        except httpx.HTTPError as exc:
+            raise LinkClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
+        if kind != "other" and 200 <= status < 300 and status not in (200, 202, 204):
+            path = urlsplit(channel.endpoint).path or "/"
+            file_once(
+                self._report,
+                "http.status",
+                f"POST {path}",
+                f"a message posted to the HTTP+SSE endpoint was answered {status}; it is "
+                "accepted with 202 (or 200), the answer travelling on the SSE stream "
+                "(2024-11-05 transports, HTTP with SSE)",
+            )
+
+
+def _json_rpc(body: bytes) -> bool:
+    """Whether ``body`` reads as one JSON-RPC message (or a batch of them)."""
+    head = body.lstrip()[:1]
+    if head == b"[":
+        try:
+            items = msgspec.json.decode(body)
+        except _FAILURES:
+            return False
+        return isinstance(items, list) and bool(items)
+    message = incoming(body) if head == b"{" else None
+    return message is not None
+
+
+def _modern_error(body: bytes) -> bool:
+    """Whether ``body`` is a JSON-RPC error only a 2026-07-28 server sends."""
+    message = incoming(body)
+    return (
+        message is not None
+        and message.error is not None
+        and isinstance(message.error.code, int)
+        and message.error.code in MODERN_CODES
+    )
+
+
+def sse_urls(url: str) -> list[str]:
+    """Where an HTTP+SSE stream may be: the URL itself, then its ``sse`` sibling."""
+    urls = [url]
+    if not urlsplit(url).path.rstrip("/").endswith("/sse"):
+        sibling = urljoin(url, "sse")
+        if sibling != url:
+            urls.append(sibling)
+    return urls
+
+
+def minted_why(method: Any) -> str:
+    """Why a 2026-07-28 answer carrying an ``Mcp-Session-Id`` is wrong."""
+    return (
+        f"{method} was answered with an Mcp-Session-Id; 2026-07-28 has no sessions: a "
+        "server does not mint or echo session ids (2026-07-28 Streamable HTTP, Backward "
+        "Compatibility)"
+    )
+
+
+def unknown_session_id() -> str:
+    """A session id no server minted."""
+    return "mcpspec-check-" + secrets.token_hex(16)

@@ -1,0 +1,407 @@
+"""The probes of one revision, each a coroutine over a :class:`~.conversation.Conversation`
+that files what it finds.
+
+Raw probes (past the session) test how the server treats what a correct client never
+sends: a request before ``initialize``, an unknown method, invalid params, malformed
+JSON. Typed probes (through the session) walk the server's surface: every page of every
+list, every resource, every prompt that needs no arguments, every tool's JSON Schemas,
+and with ``call_tools`` every tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import anyio
+import msgspec
+
+from mcpspec.runtime.errors import clip, show
+
+from .conversation import Conversation, Reply
+from .json_schema import check_schema, example_of, validate
+
+__all__ = [
+    "cancellation",
+    "invalid_params",
+    "list_all",
+    "parse_error",
+    "ping",
+    "said",
+    "surface",
+    "unknown_method",
+]
+
+#: Pages followed at most per list (a server paging forever is a loop too).
+MAX_PAGES: Final = 1000
+#: Resources read and prompts got at most.
+MAX_READS: Final = 100
+#: An unknown method (no revision defines it).
+UNKNOWN_METHOD: Final = "mcpspec/no-such-method"
+TEMPLATES: Final = "resources/templates/list"
+#: Seconds an HTTP answer to malformed JSON may take after the sync's.
+HTTP_GRACE: Final = 2.0
+#: Bytes that are not JSON: a request cut short.
+MALFORMED: Final = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", '
+
+
+def typed(conv: Conversation, method: str, params: dict[str, Any] | None = None) -> Any:
+    """A request of the conversation's revision, with a fresh id."""
+    session = conv.session
+    cls = session.types.CLIENT_REQUESTS[method]
+    body = {"jsonrpc": "2.0", "id": session.next_id(), "method": method, "params": params or {}}
+    return msgspec.json.decode(msgspec.json.encode(body), type=cls)
+
+
+def raw(conv: Conversation, name: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    """A raw request (``_meta`` added in 2026-07-28, as a correct client would)."""
+    params = dict(params or {})
+    if conv.session.model == "stateless":
+        params["_meta"] = conv.stateless_meta()
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": conv.raw_id(name), "method": method}
+    if params:
+        message["params"] = params
+    return message
+
+
+def _code(reply: Reply) -> Any:
+    error = reply.value
+    return error.get("code") if isinstance(error, dict) else getattr(error, "code", None)
+
+
+def said(reply: Reply) -> str:
+    """What an answer was, for a reason."""
+    if reply.kind == "error":
+        error = reply.value
+        message = error.get("message") if isinstance(error, dict) else error.message
+        return f"error {_code(reply)} {show(message)}"
+    if reply.kind == "result":
+        return f"result {show(reply.value if reply.raw is None else reply.raw.get('result'))}"
+    return {"timeout": "no answer in time", "closed": "the connection ended"}.get(
+        reply.kind, reply.kind
+    )
+
+
+# -- raw probes ---------------------------------------------------------------------------------
+
+
+async def ping(conv: Conversation) -> None:
+    """``ping`` is answered with an empty result (``_meta`` aside)."""
+    reply = await conv.raw_request(raw(conv, "ping", "ping"))
+    where = reply.where or "ping"
+    if reply.kind == "result" and isinstance(reply.value, dict) and set(reply.value) <= {"_meta"}:
+        conv.passed("protocol.ping", where, "answered with an empty result")
+    else:
+        conv.problem("protocol.ping", where, f"ping must get an empty result; got {said(reply)}")
+
+
+async def unknown_method(conv: Conversation) -> None:
+    """An unknown method is answered with -32601."""
+    reply = await conv.raw_request(raw(conv, "unknown", UNKNOWN_METHOD))
+    where = reply.where or UNKNOWN_METHOD
+    if reply.kind == "error" and _code(reply) == -32601:
+        conv.passed("protocol.unknown-method", where, f"{UNKNOWN_METHOD} answered -32601")
+    else:
+        conv.problem(
+            "protocol.unknown-method",
+            where,
+            f"{UNKNOWN_METHOD} must be answered with -32601; got {said(reply)}",
+        )
+
+
+#: Requests with invalid params, by the server capability that serves them.
+_INVALID: Final[dict[str, tuple[str, dict[str, Any], str]]] = {
+    "tools": (
+        "tools/call",
+        {"name": "mcpspec-check", "arguments": "not an object"},
+        "tools/call with arguments that are not an object",
+    ),
+    "prompts": ("prompts/get", {"name": 42}, "prompts/get with name 42"),
+    "resources": ("resources/read", {"uri": 42}, "resources/read with uri 42"),
+    "logging": ("logging/setLevel", {"level": "loud"}, 'logging/setLevel with level "loud"'),
+}
+
+
+async def invalid_params(conv: Conversation) -> None:
+    """Invalid params of a method the server serves are answered with -32602."""
+    declared = conv.session.peer_capabilities or {}
+    for capability, (method, params, what) in _INVALID.items():
+        if capability not in declared or method not in conv.session.types.CLIENT_REQUESTS:
+            continue
+        reply = await conv.raw_request(raw(conv, "invalid", method, params))
+        where = reply.where or method
+        if reply.kind == "error" and _code(reply) == -32602:
+            conv.passed("protocol.invalid-params", where, f"{what}: -32602")
+        else:
+            conv.problem(
+                "protocol.invalid-params",
+                where,
+                f"{what} should be answered with -32602 (invalid params); got {said(reply)}",
+            )
+        return
+    conv.skipped("protocol.invalid-params", "the server declares no tools, prompts or resources")
+
+
+async def parse_error(conv: Conversation) -> None:
+    """Malformed JSON is answered with -32700 and id null, and the server goes on."""
+    waiter = await conv.raw_unreadable_later(MALFORMED)
+    alive = await conv.sync()
+    if waiter.reply is None and conv.link.transport != "stdio":
+        # Over HTTP the answer comes on a POST of its own, in no order with the sync.
+        with anyio.move_on_after(min(conv.timeout, HTTP_GRACE)):
+            await waiter.done.wait()
+    conv.forget(waiter)
+    reply = waiter.reply
+    if not alive:
+        conv.problem(
+            "protocol.parse-error", "malformed JSON", "the server stopped answering after it"
+        )
+    elif reply is None and conv.link.transport != "stdio":
+        # A refusal without a JSON-RPC body: the HTTP status speaks for it (400).
+        conv.passed("protocol.parse-error", "malformed JSON", "refused without a JSON-RPC body")
+    elif reply is None:
+        conv.problem(
+            "protocol.parse-error",
+            "malformed JSON",
+            "no answer: JSON-RPC 2.0 answers an unparsable message with -32700 and id null",
+        )
+    elif reply.kind == "error" and _code(reply) == -32700:
+        conv.passed("protocol.parse-error", reply.where, "answered -32700, and went on")
+    else:
+        conv.problem(
+            "protocol.parse-error",
+            reply.where,
+            f"malformed JSON must be answered with -32700; got {said(reply)}",
+        )
+
+
+# -- typed probes -------------------------------------------------------------------------------
+
+
+async def cancellation(conv: Conversation) -> None:
+    """A request cancelled at once; the server may answer it if the answer crossed the
+    cancellation, but must go on serving."""
+    methods = conv.session.types.CLIENT_REQUESTS
+    method = "tools/list" if "tools" in (conv.session.peer_capabilities or {}) else None
+    if method is None or method not in methods:
+        conv.skipped("protocol.cancellation", "nothing to cancel: the server declares no tools")
+        return
+    request = typed(conv, method)
+    conv.cancelled[request.id] = None
+    sent = conv.session.send(request)
+    cancel = conv.session.cancel(request.id, "mcpspec check")
+    if conv.link.transport == "stdio":
+        # One write: the server reads the cancellation before it can have answered.
+        await conv.raw_send(sent + b"\n" + cancel)
+    else:
+        await conv.raw_send(sent)
+        await conv.raw_send(cancel)
+    alive = await conv.sync()
+    answer = conv.cancelled.pop(request.id, None)
+    if answer is not None:
+        where, code = answer
+        conv.problem(
+            "protocol.cancellation",
+            where,
+            f"the cancelled {method} was answered with error {code}: a receiver of "
+            "notifications/cancelled should not answer the request (an answer that "
+            "crossed the cancellation is a result, not an error about it)",
+        )
+    elif alive:
+        conv.passed("protocol.cancellation", method, "the server went on after a cancellation")
+    if not alive:
+        conv.problem(
+            "protocol.cancellation", method, "the server stopped answering after a cancellation"
+        )
+
+
+async def list_all(conv: Conversation, method: str, key: str) -> list[dict[str, Any]] | None:
+    """Every item of a paginated list, following each cursor; ``None`` when the list
+    could not be had (filed)."""
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for page in range(MAX_PAGES):
+        reply = await conv.request(typed(conv, method, {"cursor": cursor} if cursor else None))
+        where = reply.where or method
+        if reply.kind != "result":
+            if reply.kind == "error" and _code(reply) == -32601 and method == TEMPLATES:
+                pass  # a server without templates may leave the method out
+            elif reply.kind == "error" and _code(reply) == -32601:
+                conv.problem(
+                    "protocol.capabilities",
+                    where,
+                    f"{method} answered -32601 although the server declares {method.split('/')[0]}",
+                )
+            elif reply.kind != "refused":
+                conv.problem("surface.list", where, f"{method}: {said(reply)}")
+            return None
+        result = reply.value
+        items.extend(msgspec.to_builtins(getattr(result, key)))
+        following = getattr(result, "next_cursor", None)
+        if not isinstance(following, str):
+            if page:
+                conv.passed("protocol.pagination", method, f"{page + 1} pages, {len(items)} items")
+            return items
+        if following in seen:
+            conv.problem(
+                "protocol.pagination",
+                f"{where}: $.result.nextCursor",
+                f"{method}: cursor {show(following)} came back after {page + 1} pages (a loop)",
+            )
+            return items
+        seen.add(following)
+        cursor = following
+    conv.problem(
+        "protocol.pagination", method, f"{method}: still more pages after {MAX_PAGES} pages"
+    )
+    return items
+
+
+#: The lists of a server's surface: capability, method, the result member listing items.
+_LISTS: Final = (
+    ("tools", "tools/list", "tools"),
+    ("resources", "resources/list", "resources"),
+    ("resources", "resources/templates/list", "resource_templates"),
+    ("prompts", "prompts/list", "prompts"),
+)
+
+
+async def surface(conv: Conversation, *, call_tools: bool) -> None:
+    """List, read, get, check the schemas and (with ``call_tools``) call."""
+    declared = conv.session.peer_capabilities or {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for capability, method, key in _LISTS:
+        if capability not in declared or method not in conv.session.types.CLIENT_REQUESTS:
+            continue
+        items = await list_all(conv, method, key)
+        if items is not None:
+            found[method] = items
+            conv.passed("surface.list", method, f"{len(items)} items")
+    if not found:
+        conv.skipped("surface.list", "the server declares no tools, resources or prompts")
+    await _read_resources(conv, found.get("resources/list"))
+    await _get_prompts(conv, found.get("prompts/list"))
+    tools = found.get("tools/list")
+    _tool_schemas(conv, tools)
+    if call_tools:
+        await _call_tools(conv, tools)
+    else:
+        conv.skipped("surface.call", "tools are called only with --call-tools")
+
+
+async def _read_resources(conv: Conversation, resources: list[dict[str, Any]] | None) -> None:
+    if not resources:
+        return
+    for resource in resources[:MAX_READS]:
+        uri = resource.get("uri")
+        reply = await conv.request(typed(conv, "resources/read", {"uri": uri}))
+        if reply.kind == "result":
+            continue
+        if reply.kind != "refused":
+            conv.problem(
+                "surface.read", reply.where or "resources/read", f"{show(uri)}: {said(reply)}"
+            )
+        return
+    conv.passed("surface.read", "resources/read", f"{min(len(resources), MAX_READS)} read")
+
+
+async def _get_prompts(conv: Conversation, prompts: list[dict[str, Any]] | None) -> None:
+    if not prompts:
+        return
+    got = 0
+    for prompt in prompts[:MAX_READS]:
+        if any(argument.get("required") for argument in prompt.get("arguments") or ()):
+            continue
+        name = prompt.get("name")
+        reply = await conv.request(typed(conv, "prompts/get", {"name": name}))
+        if reply.kind != "result":
+            if reply.kind != "refused":
+                conv.problem(
+                    "surface.read", reply.where or "prompts/get", f"{show(name)}: {said(reply)}"
+                )
+            return
+        got += 1
+    if got:
+        conv.passed("surface.read", "prompts/get", f"{got} prompts got")
+
+
+def _schemas(tools: list[dict[str, Any]]) -> Iterator[tuple[str, str, Any]]:
+    for index, tool in enumerate(tools):
+        for member in ("inputSchema", "outputSchema"):
+            if member in tool:
+                yield f"tools/list: $.tools[{index}].{member}", str(tool.get("name")), tool[member]
+
+
+def _tool_schemas(conv: Conversation, tools: list[dict[str, Any]] | None) -> None:
+    if not tools:
+        return
+    bad = 0
+    for where, name, schema in _schemas(tools):
+        problem = check_schema(schema)
+        if problem is not None:
+            bad += 1
+            conv.problem("surface.json-schema", where, f"tool {show(name)}: {problem}")
+    if not bad:
+        conv.passed("surface.json-schema", "tools/list", f"{len(tools)} tools")
+
+
+async def _call_tools(conv: Conversation, tools: list[dict[str, Any]] | None) -> None:
+    """Call every tool with arguments made from its inputSchema. A JSON-RPC error, a tool
+    error or a tool still busy after the timeout (cancelled then) is no defect: MCP has
+    no rule on what a tool does. A result that breaks the tool's outputSchema is."""
+    if not tools:
+        conv.skipped("surface.call", "no tools")
+        return
+    counts = {"result": 0, "error": 0, "busy": 0, "input": 0}
+    for tool in tools:
+        name = tool.get("name")
+        schema = tool.get("inputSchema")
+        if check_schema(schema) is not None:
+            continue  # filed by surface.json-schema; no arguments can be made for it
+        request = typed(conv, "tools/call", {"name": name, "arguments": example_of(schema)})
+        reply = await conv.request(request, progress_token=f"mcpspec-check-{name}")
+        where = reply.where or f"tools/call {name}"
+        if reply.kind == "timeout":
+            counts["busy"] += 1
+            await conv.raw_send(conv.session.cancel(request.id, "mcpspec check: timeout"))
+        elif reply.kind == "error":
+            counts["error"] += 1
+        elif reply.kind == "result":
+            if getattr(type(reply.value), "result_type", None) == "input_required":
+                counts["input"] += 1  # asks for input: the retry is not followed
+                continue
+            counts["result"] += 1
+            _check_structured(conv, tool, reply.value, where)
+        elif reply.kind == "closed":
+            conv.problem("surface.call", where, f"tool {show(name)}: the connection ended")
+            return
+    conv.passed(
+        "surface.call",
+        "tools/call",
+        f"{len(tools)} tools: {counts['result']} results, {counts['error']} errors, "
+        f"{counts['input']} asking for input, {counts['busy']} still busy after the timeout",
+    )
+
+
+def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, where: str) -> None:
+    output = tool.get("outputSchema")
+    if output is None or getattr(result, "is_error", False) is True:
+        return
+    structured = getattr(result, "structured_content", msgspec.UNSET)
+    name = show(tool.get("name"))
+    if structured is msgspec.UNSET or structured is None:
+        conv.problem(
+            "surface.call",
+            f"{where}: $.result",
+            f"tool {name} declares an outputSchema but its result has no structuredContent",
+        )
+        return
+    problem = validate(msgspec.to_builtins(structured), output)
+    if problem is not None:
+        path, why = problem
+        conv.problem(
+            "surface.call",
+            f"{where}: $.result.structuredContent{path}",
+            clip(f"tool {name}: structuredContent does not match outputSchema: {why}"),
+        )

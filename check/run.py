@@ -1,0 +1,335 @@
+"""A whole check: every revision on a fresh connection, then the negotiation corner cases.
+
+For each revision asked for (newest first):
+
+1. connect; for a handshake revision, write ``tools/list`` before anything else (the
+   lifecycle gate), then ``initialize`` offering the revision; for 2026-07-28, probe
+   ``server/discover`` and a request with an unsupported version (-32022);
+2. a server that answers with another revision does not speak this one: the revision is
+   marked not accepted and the run goes on with the next (that is negotiation working);
+   a server that fails negotiation (an error, an invalid result) stops the revision,
+   unless ``lenient``;
+3. the raw probes (``ping``, unknown method, invalid params, malformed JSON), the surface
+   (lists with every page, reads, prompts, schemas, tool calls with ``call_tools``) and a
+   cancellation; on HTTP, the transport's own probes;
+4. every check that saw traffic and found nothing gets a ``passed`` finding.
+
+Then, on a server that speaks a handshake revision, two more connections offer a version
+no revision has and one older than all: the answer must be a version the server speaks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import mcpspec
+from mcpspec.runtime import ClientSession, Limits
+
+from . import probes
+from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
+from .findings import Finding, Outcome, Report, RevisionReport
+from .link import Target
+
+__all__ = ["Listener", "Options", "check_server"]
+
+#: Called with a status line (what the run is doing) and the finding just made, if any.
+Listener = Callable[[str, Finding | None], None]
+
+STATELESS: Final = "2026-07-28"
+#: A version no revision has, and a real one older than every revision (a pre-release
+#: some servers still speak: echoing it is allowed, the checker cannot speak it though).
+UNKNOWN_VERSION: Final = "1999-01-01"
+OLD_VERSION: Final = "2024-10-07"
+#: The checker takes large messages (a big resource is no defect).
+LIMITS: Final = Limits(max_message_bytes=64 * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to check: which revisions (default all, newest first), whether tools may be
+    called (they may have side effects), whether to go on past a failed negotiation,
+    how long to wait for one answer, and who hears about progress."""
+
+    revisions: tuple[str, ...] = field(default_factory=lambda: tuple(reversed(mcpspec.REVISIONS)))
+    call_tools: bool = False
+    lenient: bool = False
+    timeout: float = 10.0
+    listener: Listener | None = None
+
+
+async def check_server(target: Target, options: Options | None = None) -> Report:
+    """Check ``target`` in every revision ``options`` names; the report of all findings."""
+    options = options or Options()
+    unknown = [r for r in options.revisions if r not in mcpspec.REVISIONS]
+    if unknown:
+        raise ValueError(f"unknown revisions {unknown}; known: {list(mcpspec.REVISIONS)}")
+    report = Report(target.description)
+    start = time.perf_counter()
+    for revision in options.revisions:
+        section = RevisionReport(revision)
+        report.revisions.append(section)
+        _status(options, f"{revision}: connecting")
+        if revision == STATELESS:
+            await _stateless(target, section, options)
+        else:
+            await _handshake(target, section, options)
+    spoken = [r.revision for r in report.revisions if r.accepted and r.revision != STATELESS]
+    if spoken:
+        section = RevisionReport("negotiation")
+        report.revisions.append(section)
+        await _offers(target, section, options, spoken)
+    report.stderr = target.stderr
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _status(options: Options, text: str, finding: Finding | None = None) -> None:
+    if options.listener is not None:
+        options.listener(text, finding)
+
+
+def _session(revision: str) -> ClientSession:
+    return ClientSession(
+        mode=revision, info=CLIENT_INFO, capabilities=CLIENT_CAPABILITIES, limits=LIMITS
+    )
+
+
+def _conversation(link: Any, section: RevisionReport, options: Options) -> Conversation:
+    def heard(finding: Finding) -> None:
+        _status(options, f"{section.revision}: {finding.check}", finding)
+
+    return Conversation(
+        link, _session(section.revision), section, timeout=options.timeout, on_finding=heard
+    )
+
+
+Step = Callable[[Conversation], Awaitable[None]]
+
+
+async def _steps(conv: Conversation, options: Options, steps: list[tuple[str, Step]]) -> None:
+    for name, step in steps:
+        if conv.closed:
+            conv.problem(
+                "wire.message", name, "the server closed the connection (its output ended)"
+            )
+            conv.report.stopped = f"the connection ended before {name}"
+            return
+        _status(options, f"{conv.report.revision}: {name}")
+        await step(conv)
+
+
+def _common(options: Options) -> list[tuple[str, Step]]:
+    async def surface(conv: Conversation) -> None:
+        await probes.surface(conv, call_tools=options.call_tools)
+
+    return [
+        ("unknown method", probes.unknown_method),
+        ("invalid params", probes.invalid_params),
+        ("malformed JSON", probes.parse_error),
+        ("surface", surface),
+        ("cancellation", probes.cancellation),
+    ]
+
+
+async def _handshake(target: Target, section: RevisionReport, options: Options) -> None:
+    async with target.connect(section) as link, _conversation(link, section, options) as conv:
+        # Over HTTP a request before initialize has no session: the transport's session
+        # rules (http.session) judge that instead.
+        stdio = link.transport == "stdio"
+        early = await conv.raw_later(probes.raw(conv, "early", "tools/list")) if stdio else None
+        reply = await conv.start()
+        if not _negotiated(conv, reply):
+            if options.lenient and not conv.closed:
+                # Go on with what needs no session: the raw probes.
+                await conv.raw_send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+                await _steps(conv, options, _RAW_STEPS)
+            return
+        await conv.sync()
+        if early is not None:
+            _lifecycle(conv, early.reply)
+        await _steps(conv, options, [("ping", probes.ping), *_common(options)])
+        _clean_bills(conv)
+    await _http(target, section, options)
+
+
+#: The probes that need no session, for ``lenient`` past a failed negotiation.
+_RAW_STEPS: Final[list[tuple[str, Step]]] = [
+    ("ping", probes.ping),
+    ("unknown method", probes.unknown_method),
+    ("malformed JSON", probes.parse_error),
+]
+
+
+def _negotiated(conv: Conversation, reply: Reply) -> bool:
+    """Judge the answer to ``initialize``; whether to go on with this revision."""
+    section = conv.report
+    offered = section.revision
+    where = reply.where or "initialize"
+    if conv.ready is not None:
+        section.accepted = True
+        conv.passed("protocol.negotiation", where, f"initialize {offered} answered {offered}")
+        return True
+    failed = conv.failed
+    answered = failed.answered[0] if failed is not None and failed.answered else None
+    if reply.kind == "failed" and answered in mcpspec.REVISIONS:
+        # Another revision the server speaks: this one it does not. Negotiation worked.
+        section.accepted = False
+        section.stopped = f"the server answers {answered}: it does not speak {offered}"
+        return False
+    if reply.kind == "refused":
+        section.accepted = False
+        section.stopped = "the initialize result is invalid"
+    else:
+        section.accepted = False
+        section.stopped = f"initialize failed: {_outcome(reply)}"
+        conv.problem(
+            "protocol.negotiation",
+            where,
+            f"initialize offering {offered} must be answered with {offered} or another "
+            f"version the server speaks; got {_outcome(reply)}",
+        )
+    return False
+
+
+def _outcome(reply: Reply) -> str:
+    if reply.kind == "failed":
+        return str(reply.value.reason)
+    if reply.kind == "error":
+        error = reply.value
+        return f"error {error.code} {error.message!r}"
+    return {"timeout": "no answer in time", "closed": "the connection ended"}.get(
+        reply.kind, reply.kind
+    )
+
+
+def _lifecycle(conv: Conversation, early: Reply | None) -> None:
+    where = "tools/list before initialize"
+    if early is None:
+        conv.problem(
+            "protocol.lifecycle", where, "not answered: a request is answered, here refused"
+        )
+    elif early.kind == "error":
+        conv.passed("protocol.lifecycle", early.where, "refused before initialize")
+    else:
+        conv.problem(
+            "protocol.lifecycle",
+            early.where,
+            "served before initialize: only ping may come before the initialize exchange",
+        )
+
+
+async def _stateless(target: Target, section: RevisionReport, options: Options) -> None:
+    async with target.connect(section) as link, _conversation(link, section, options) as conv:
+        reply = await conv.start()
+        result = reply.value if reply.kind == "result" else None
+        versions = getattr(result, "supported_versions", None) or ()
+        if STATELESS not in versions:
+            section.accepted = False
+            section.stopped = f"server/discover: {_outcome(reply)}" + (
+                f" (supports {list(versions)})" if versions else ""
+            )
+            return
+        section.accepted = True
+        conv.passed("protocol.negotiation", reply.where, f"server/discover lists {STATELESS}")
+        await _unsupported_version(conv)
+        await _steps(conv, options, _common(options))
+        _clean_bills(conv)
+    await _http(target, section, options)
+
+
+async def _unsupported_version(conv: Conversation) -> None:
+    """A 2026-07-28 request with an unknown version gets -32022 naming the supported."""
+    message = probes.raw(conv, "version", "server/discover")
+    message["params"]["_meta"] = conv.stateless_meta(UNKNOWN_VERSION)
+    reply = await conv.raw_request(message)
+    error = reply.value if reply.kind == "error" and isinstance(reply.value, dict) else {}
+    data = error.get("data")
+    supported = data.get("supported") if isinstance(data, dict) else None
+    where = reply.where or "server/discover"
+    if error.get("code") == -32022 and isinstance(supported, list) and STATELESS in supported:
+        conv.passed("protocol.negotiation", where, "unsupported version: -32022 with supported")
+    else:
+        conv.problem(
+            "protocol.negotiation",
+            where,
+            f"a request with protocol version {UNKNOWN_VERSION} must get -32022 whose "
+            f"data.supported lists {STATELESS}; got {probes.said(reply)}",
+        )
+
+
+async def _offers(
+    target: Target, section: RevisionReport, options: Options, spoken: list[str]
+) -> None:
+    """``initialize`` offering an unknown and an old version: the answer must be a
+    version the server speaks (one it accepted when offered, or a revision this run did
+    not try)."""
+    tried = set(options.revisions)
+    for version in (UNKNOWN_VERSION, OLD_VERSION):
+        _status(options, f"negotiation: offering {version}")
+        async with target.connect(section) as link:
+            conv = Conversation(link, _session(spoken[0]), section, timeout=options.timeout)
+            async with conv:
+                message = probes.raw(conv, "offer", "initialize")
+                message["params"] = {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": CLIENT_INFO,
+                }
+                reply = await conv.raw_request(message)
+        answered = reply.value.get("protocolVersion") if reply.kind == "result" else None
+        where = reply.where or "initialize"
+        known = (
+            answered in spoken
+            or answered == OLD_VERSION
+            or (answered in mcpspec.REVISIONS and answered not in tried)
+        )
+        if isinstance(reply.value, dict) and known:
+            conv.passed("protocol.negotiation", where, f"offered {version}, answered {answered}")
+        else:
+            conv.problem(
+                "protocol.negotiation",
+                where,
+                f"initialize offering {version} must be answered with a version the server "
+                f"speaks ({', '.join(spoken)}); got "
+                + (
+                    f"protocolVersion {answered!r}"
+                    if reply.kind == "result"
+                    else probes.said(reply)
+                ),
+            )
+
+
+async def _http(target: Target, section: RevisionReport, options: Options) -> None:
+    """The transport's own probes (HTTP statuses and headers), for a revision the server
+    speaks."""
+    if section.accepted:
+        _status(options, f"{section.revision}: transport")
+        await target.probe_transport(section, options)
+
+
+#: Checks that every message exercises: clean when nothing was filed under them.
+_EVERY_MESSAGE: Final = (
+    "wire.message",
+    "schema.message",
+    "protocol.responses",
+    "protocol.capabilities",
+    "protocol.progress",
+)
+
+
+def _clean_bills(conv: Conversation) -> None:
+    section = conv.report
+    filed = {f.check for f in section.findings if f.outcome is not Outcome.PASSED}
+    progress = sum(1 for n in conv.notifications if getattr(n, "progress_token", None) is not None)
+    for check in _EVERY_MESSAGE:
+        if check in filed:
+            continue
+        why = f"{conv.seen} messages"
+        if check == "protocol.progress":
+            why = f"{progress} progress notifications"
+        section.add(Finding(check, Outcome.PASSED, "", why, section.revision))
+    if section.revision == STATELESS and "protocol.result-type" not in filed:
+        section.add(Finding("protocol.result-type", Outcome.PASSED, "", "", section.revision))

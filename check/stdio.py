@@ -1,0 +1,208 @@
+"""Checking a stdio server: the command is started once per connection, and every byte it
+writes on stdout is judged line by line.
+
+The stdio transport says: messages are delimited by newlines and contain none; the server
+writes nothing to stdout that is not a valid MCP message; stderr is for logging. So a line
+that is not one JSON message (a banner, a log line, half a message), a blank line, and
+output that ends without its newline are failures of ``wire.message`` naming the line.
+stderr is kept (the newest part) and shown in the report, never judged.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .errors import CheckError, LinkClosed
+from .findings import RevisionReport, broken
+from .link import Link, Received, Transport
+
+__all__ = ["StdioLink", "StdioTarget"]
+
+#: The longest line read; a longer one is a failure, skipped without being held.
+MAX_LINE: Final = 16 * 1024 * 1024
+#: How much of the server's stderr the report keeps (the newest bytes).
+STDERR_KEPT: Final = 64 * 1024
+#: Seconds to wait at each step of shutting the server down (stdin closed, SIGTERM).
+GRACE: Final = 2.0
+_READ = 65536
+
+
+class StdioTarget:
+    """A server started as ``command args...`` (``env``: its whole environment, ``None``
+    for this process's; ``cwd``: its working directory)."""
+
+    def __init__(
+        self,
+        command: str | os.PathLike[str],
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.argv = [os.fspath(command), *args]
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.description = shlex.join(self.argv)
+        self._stderr: deque[bytes] = deque()
+        self._stderr_size = 0
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    async def probe_transport(self, report: RevisionReport, options: Any) -> None:
+        """Nothing: every stdio rule is judged on the connection itself."""
+
+    def _keep_stderr(self, data: bytes) -> None:
+        self._stderr.append(data)
+        self._stderr_size += len(data)
+        while self._stderr_size > STDERR_KEPT and len(self._stderr) > 1:
+            self._stderr_size -= len(self._stderr.popleft())
+
+    @asynccontextmanager
+    async def connect(self, report: RevisionReport) -> AsyncIterator[Link]:
+        try:
+            process = await anyio.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+            )
+        except OSError as exc:
+            raise CheckError(f"cannot start {self.description}: {exc}") from exc
+        link = StdioLink(process, report)
+        try:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(self._pump_stderr, process)
+                task_group.start_soon(link.read_stdout)
+                try:
+                    yield link
+                finally:
+                    await _shut_down(process)
+                    task_group.cancel_scope.cancel()
+        finally:
+            await link.aclose()
+
+    async def _pump_stderr(self, process: anyio.abc.Process) -> None:
+        assert process.stderr is not None
+        with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            while True:
+                self._keep_stderr(await process.stderr.receive(_READ))
+
+
+async def _shut_down(process: anyio.abc.Process) -> None:
+    """As the stdio transport says: close stdin, wait; then SIGTERM, wait; then SIGKILL."""
+    with anyio.CancelScope(shield=True):
+        if process.stdin is not None:
+            with suppress(Exception):
+                await process.stdin.aclose()
+        for step in (None, process.terminate, process.kill):
+            if step is not None:
+                with suppress(ProcessLookupError):
+                    step()
+            with anyio.move_on_after(GRACE):
+                await process.wait()
+                return
+
+
+class StdioLink:
+    """One server process: lines in from its stdout, messages out to its stdin."""
+
+    transport: Transport = "stdio"
+
+    def __init__(self, process: anyio.abc.Process, report: RevisionReport) -> None:
+        self._process = process
+        self._report = report
+        self._send_lines: MemoryObjectSendStream[Received | None]
+        self._lines: MemoryObjectReceiveStream[Received | None]
+        # Bounded by the reader: it waits for the conversation before reading on.
+        self._send_lines, self._lines = anyio.create_memory_object_stream[Received | None](16)
+        self._line = 0
+
+    def _wire(self, where: str, why: str) -> None:
+        self._report.add(broken("wire.message", where, why, self._report.revision))
+
+    async def send(self, data: bytes) -> None:
+        stdin = self._process.stdin
+        if stdin is None:
+            raise LinkClosed("the server has no stdin")
+        try:
+            await stdin.send(data + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise LinkClosed(f"the server's stdin is closed: {exc!r}") from exc
+
+    async def receive(self) -> Received | None:
+        try:
+            return await self._lines.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+
+    async def aclose(self) -> None:
+        await self._send_lines.aclose()
+        await self._lines.aclose()
+
+    async def read_stdout(self) -> None:
+        """Split the server's stdout into lines, judging the framing, to its end."""
+        stdout = self._process.stdout
+        assert stdout is not None
+        buffer = bytearray()
+        skipping = False
+        try:
+            while True:
+                try:
+                    chunk = await stdout.receive(_READ)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    break
+                start = 0
+                while True:
+                    end = chunk.find(b"\n", start)
+                    if end < 0:
+                        break
+                    piece = chunk[start:end]
+                    start = end + 1
+                    if skipping:
+                        skipping = False
+                        continue
+                    buffer += piece
+                    await self._line_done(bytes(buffer))
+                    buffer.clear()
+                if not skipping:
+                    buffer += chunk[start:]
+                    if len(buffer) > MAX_LINE:
+                        self._line += 1
+                        self._wire(
+                            f"stdout line {self._line}",
+                            f"a line longer than {MAX_LINE} bytes (skipped)",
+                        )
+                        buffer.clear()
+                        skipping = True
+            if buffer:
+                self._line += 1
+                where = f"stdout line {self._line}"
+                self._wire(where, "the output ends without a newline after this message")
+                await self._send_lines.send(Received(bytes(buffer), where))
+        finally:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._send_lines.send(None)
+
+    async def _line_done(self, line: bytes) -> None:
+        self._line += 1
+        where = f"stdout line {self._line}"
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            self._wire(where, "a blank line: stdout carries nothing but messages")
+            return
+        await self._send_lines.send(Received(line, where))

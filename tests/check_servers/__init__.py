@@ -1,0 +1,1 @@
+"""Servers with one deliberate defect each, for the tests of ``mcpspec check``."""

@@ -101,7 +101,9 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         _P, _MUST, "every page of a list can be followed, and cursors never loop"
     ),
     "protocol.result-type": CheckInfo(
-        _P, _MUST, "2026-07-28 results carry resultType and valid cache fields"
+        _P,
+        _MUST,
+        "2026-07-28 results carry resultType (their cache fields are schema.message's)",
     ),
     "protocol.logging": CheckInfo(
         _P,

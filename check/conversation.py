@@ -16,6 +16,7 @@ elicitation) as a plain client would, so that a server is never stuck waiting on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -301,7 +302,7 @@ class Conversation:
                 self.cancelled[envelope.id] = (where, envelope.error.get("code"))
             if self.session.model == "stateless":
                 self._result_type(envelope, where)
-        await self._events(self.session.receive(data), where)
+        await self._events(self.session.receive(data), where, data)
 
     def _result_type(self, envelope: _Envelope, where: str) -> None:
         result = envelope.result
@@ -327,7 +328,7 @@ class Conversation:
             waiter.settle(Reply("result", raw.get("result"), where, raw))
         return True
 
-    async def _events(self, events: list[Event], where: str) -> None:
+    async def _events(self, events: list[Event], where: str, data: bytes) -> None:
         # Negotiation's outcome first: a waiter woken by the response sees it.
         for event in events:
             if isinstance(event, SessionReady):
@@ -340,7 +341,7 @@ class Conversation:
             elif isinstance(event, ErrorReceived):
                 self._error(event, where)
             elif isinstance(event, ProtocolViolation):
-                await self._violation(event, where)
+                await self._violation(event, where, data)
             elif isinstance(event, RequestReceived):
                 await self._answer(event)
             elif isinstance(event, NotificationReceived | ProgressReceived):
@@ -388,10 +389,14 @@ class Conversation:
             )
             waiter.settle(Reply("error", event.error, where, id_null=True))
 
-    async def _violation(self, event: ProtocolViolation, where: str) -> None:
+    async def _violation(self, event: ProtocolViolation, where: str, data: bytes) -> None:
         check = CHECK_OF_RULE[event.rule]
         place = f"{where}: {event.path}" if event.path not in ("", "$") else where
         why = event.reason or event.error.message
+        if check == "schema.message":
+            found = value_at(data, event.path)
+            if found is not _NOWHERE:
+                why = f"{why}; the value there: {show(found)}"
         if event.method:
             why = f"{event.method}: {why}"
         self.problem(check, place, f"{why} [rule {event.rule.value}]")
@@ -470,6 +475,35 @@ _ANSWERS: dict[str, dict[str, Any]] = {
     },
     "elicitation/create": {"action": "decline"},
 }
+
+
+_NOWHERE = object()
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def value_at(data: bytes, path: str) -> Any:
+    """The value at JSON path ``path`` (``$.a.b[2]``) of the message ``data``, or
+    :data:`_NOWHERE` when the path cannot be followed (``[...]`` stands for any key)."""
+    if not path.startswith("$") or "[...]" in path:
+        return _NOWHERE
+    try:
+        value: Any = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return _NOWHERE
+    position = 1
+    while position < len(path):
+        step = _STEP.match(path, position)
+        if step is None:
+            return _NOWHERE
+        key, index = step.groups()
+        if key is not None and isinstance(value, dict) and key in value:
+            value = value[key]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return _NOWHERE
+        position = step.end()
+    return value
 
 
 def _is_response(envelope: _Envelope) -> bool:

@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         import anyio
 
         import mcpspec
+        from mcpspec.check.errors import CheckError
         from mcpspec.check.report_text import Progress, write
         from mcpspec.check.run import Options, check_server
     except ImportError as exc:
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("mcpspec check: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:
+    except (OSError, CheckError) as exc:
         print(f"mcpspec check: cannot run the server: {exc}", file=sys.stderr)
         return 2
     finally:

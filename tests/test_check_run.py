@@ -1,0 +1,118 @@
+"""The checker's engine on servers that misbehave at the edges: output framing, a server
+that dies, one that cannot be started, ``--lenient`` past a failed negotiation, and the
+tables that tie session rules to checks."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcpspec.check import CHECKS, Outcome, Report
+from mcpspec.check.errors import CheckError
+from mcpspec.check.rules import CHECK_OF_RULE
+from mcpspec.check.run import Options, check_server
+from mcpspec.check.stdio import StdioTarget
+from mcpspec.cli import main
+from mcpspec.runtime import Rule
+
+BROKEN = Path(__file__).resolve().parent / "check_servers" / "broken.py"
+
+
+def run(target: StdioTarget, **options: object) -> Report:
+    return anyio.run(check_server, target, Options(**options))  # type: ignore[arg-type]
+
+
+def python(code: str) -> StdioTarget:
+    return StdioTarget(sys.executable, ["-c", code])
+
+
+def wire(report: Report) -> list[tuple[str, str]]:
+    return [(f.where, f.why) for f in report.findings() if f.check == "wire.message" and f.problem]
+
+
+def test_every_rule_of_the_sessions_is_filed_under_a_check() -> None:
+    assert set(CHECK_OF_RULE) == set(Rule)
+    assert set(CHECK_OF_RULE.values()) <= set(CHECKS)
+
+
+def test_output_that_ends_without_a_newline_is_named() -> None:
+    report = run(
+        python('import sys; sys.stdout.write(\'{"jsonrpc": "2.0"\'); sys.stdout.flush()'),
+        revisions=("2025-11-25",),
+        timeout=2.0,
+    )
+    assert ("stdout line 1", "the output ends without a newline after this message") in wire(report)
+    [revision] = report.revisions
+    assert revision.accepted is False
+    assert report.exit_status() == 1
+
+
+def test_a_blank_line_and_a_banner_are_wire_failures_naming_their_lines() -> None:
+    code = "print(); print('starting up', flush=True); import time; time.sleep(5)"
+    report = run(python(code), revisions=("2025-11-25",), timeout=1.0)
+    found = wire(report)
+    assert ("stdout line 1", "a blank line: stdout carries nothing but messages") in found
+    assert any(
+        where == "stdout line 2" and "not a JSON-RPC message" in why and "starting up" in why
+        for where, why in found
+    )
+
+
+def test_a_server_that_exits_at_once_fails_negotiation_without_an_exception() -> None:
+    report = run(python("pass"), revisions=("2025-06-18",), timeout=2.0)
+    [revision] = report.revisions
+    assert revision.accepted is False
+    assert "the connection ended" in revision.stopped
+    assert [f.check for f in revision.findings if f.problem] == ["protocol.negotiation"]
+
+
+def test_a_command_that_cannot_be_started_is_a_check_error(tmp_path: Path) -> None:
+    script = tmp_path / "server"
+    script.write_text("not a program")
+    script.chmod(stat.S_IRUSR | stat.S_IWUSR)  # not executable
+    with pytest.raises(CheckError, match="cannot start"):
+        run(StdioTarget(script), revisions=("2025-11-25",))
+    assert main(["check", "--revision", "2025-11-25", "--", str(script)]) == 2
+
+
+def test_lenient_goes_on_with_the_raw_probes_past_a_failed_negotiation() -> None:
+    target = StdioTarget(sys.executable, [str(BROKEN), "--defect", "no-server-info"])
+    strict = run(target, revisions=("2025-11-25",), timeout=3.0)
+    lenient = run(target, revisions=("2025-11-25",), timeout=3.0, lenient=True)
+    strict_checks = {f.check for f in strict.revisions[0].findings}
+    lenient_checks = {f.check for f in lenient.revisions[0].findings}
+    assert "schema.message" in strict_checks and "schema.message" in lenient_checks
+    assert "protocol.ping" not in strict_checks
+    assert {"protocol.ping", "protocol.unknown-method", "protocol.parse-error"} <= lenient_checks
+    raw = [f for f in lenient.revisions[0].findings if f.check == "protocol.ping"]
+    assert [f.outcome for f in raw] == [Outcome.PASSED]
+
+
+def test_the_environment_and_working_directory_reach_the_server(tmp_path: Path) -> None:
+    code = (
+        "import os, sys; sys.stderr.write(os.environ['MCPSPEC_PROBE'] + ' ' + os.getcwd());"
+        "sys.stderr.flush()"
+    )
+    env = {**os.environ, "MCPSPEC_PROBE": "seen"}
+    target = StdioTarget(sys.executable, ["-c", code], env=env, cwd=tmp_path)
+    report = run(target, revisions=("2025-11-25",), timeout=2.0)
+    assert report.stderr.startswith("seen ") and report.stderr.endswith(str(tmp_path))
+
+
+def test_a_schema_failure_shows_the_value_found_at_its_path() -> None:
+    from mcpspec.check.conversation import value_at
+
+    data = b'{"result": {"tools": [{"name": 42}], "map": {"k": 1}}}'
+    assert value_at(data, "$.result.tools[0].name") == 42
+    assert value_at(data, "$") == {"result": {"tools": [{"name": 42}], "map": {"k": 1}}}
+    missing = value_at(data, "$.result.tools[3]")
+    assert missing is value_at(data, "$.result.map[...].x") is value_at(b"not json", "$.a")
+    target = StdioTarget(sys.executable, [str(BROKEN), "--defect", "no-server-info"])
+    report = run(target, revisions=("2025-11-25",), timeout=3.0)
+    [schema] = [f for f in report.findings() if f.check == "schema.message"]
+    assert "serverInfo" in schema.why and "the value there: {" in schema.why

@@ -33,6 +33,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.schemas
 def test_pins_match_the_shared_schemas() -> None:
     pins = json.loads((SCHEMA_DIR / "PINS.json").read_text())
     assert [(p["revision"], p["sha256"], p["upstream_commit"]) for p in pins] == [
@@ -42,6 +43,7 @@ def test_pins_match_the_shared_schemas() -> None:
     assert mcpspec.LATEST == "2026-07-28"
 
 
+@pytest.mark.schemas
 def test_generation_is_deterministic_and_matches_the_committed_modules(
     fresh: Path, tmp_path: Path
 ) -> None:
@@ -54,6 +56,7 @@ def test_generation_is_deterministic_and_matches_the_committed_modules(
         assert (fresh / name).read_bytes() == (GENERATED / name).read_bytes(), name
 
 
+@pytest.mark.schemas
 def test_check_passes_on_committed_and_fails_on_drift(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -69,6 +72,7 @@ def test_check_passes_on_committed_and_fails_on_drift(
     assert "v2025_06_18.py" in err and "class Tool2(" in err
 
 
+@pytest.mark.schemas
 def test_generate_prints_a_summary_per_revision(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -79,6 +83,7 @@ def test_generate_prints_a_summary_per_revision(
     assert all("Structs" in line and "unions:" in line for line in lines)
 
 
+@pytest.mark.schemas
 def test_hash_mismatch_names_file_and_both_hashes(tmp_path: Path) -> None:
     pin = pin_for("2025-06-18")
     folder = tmp_path / pin.revision
@@ -105,6 +110,7 @@ class _Response(io.BytesIO):
         self.close()
 
 
+@pytest.mark.schemas
 def test_without_local_schemas_the_pinned_file_is_downloaded_and_verified(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -127,6 +133,7 @@ def test_without_local_schemas_the_pinned_file_is_downloaded_and_verified(
         read_pinned_schema(pin, None)
 
 
+@pytest.mark.schemas
 def test_every_erratum_asserts_its_old_value() -> None:
     by_revision: dict[str, list[Erratum]] = {}
     for erratum in ERRATA:
@@ -155,6 +162,7 @@ def test_erratum_at_a_missing_location_is_an_error() -> None:
     assert raw == {"$defs": {"A": {"type": "object"}}}  # the input is never edited
 
 
+@pytest.mark.schemas
 def test_errata_fix_the_known_defects() -> None:
     schema = load_wire_schema("2026-07-28", SCHEMA_DIR)[0]["$defs"]
     assert schema["JSONValue"]["anyOf"][2]["type"] == ["string", "number", "boolean", "null"]
@@ -163,6 +171,7 @@ def test_errata_fix_the_known_defects() -> None:
     assert schema["JSONRPCErrorResponse"]["properties"]["id"]["anyOf"][1] == {"type": "null"}
 
 
+@pytest.mark.schemas
 def test_adding_a_revision_from_a_schema_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

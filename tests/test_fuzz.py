@@ -84,6 +84,7 @@ def test_codec_takes_any_mutated_seed(item: FuzzInput, revision: str) -> None:
     assert problem is None, (problem, item.describe(), item.data[:300])
 
 
+@pytest.mark.schemas
 @pytest.mark.parametrize("revision", REVISIONS)
 @settings(max_examples=15)
 @given(data=st.data())

@@ -598,6 +598,7 @@ def test_headers_a_client_sends_match(body: bytes) -> None:
     assert header_mismatch(sent(body), body, MIXED) is None
 
 
+@pytest.mark.schemas
 def test_spec_example_mismatch_is_the_spec_example_error() -> None:
     body = request("tools/call", {"name": "bar", "arguments": {}})
     headers = {**sent(body), "mcp-name": "foo"}

@@ -2,7 +2,9 @@
 
 Blocks that start with a file name comment (``# server.py``) are files of a small
 project: they are written to a folder, and the client among them runs there, launching
-the server as a real subprocess. Every other block runs in order, in one namespace.
+the server as a real subprocess. Every other block stands alone (it runs in a fresh
+namespace) unless its first line says ``# continues the examples above``: then it runs
+in the namespace of the blocks before it, as a reader who ran them has it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from .conftest import ROOT
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 #: ``# name.py`` on a block's first line makes it a file.
 FILE_NAME = re.compile(r"# (\w+\.py)\n")
+#: The first line of a block that builds on the ones before it.
+CONTINUES = "# continues the examples above\n"
 
 
 def _files() -> dict[str, str]:
@@ -27,15 +31,19 @@ def _files() -> dict[str, str]:
 def test_readme_examples_run() -> None:
     inline = [block for block in BLOCKS if FILE_NAME.match(block) is None]
     assert len(inline) >= 9, "codec examples and both protocol models"
-    namespace: dict[str, object] = {}
+    namespaces: list[dict[str, object]] = []
     for number, block in enumerate(inline, 1):
-        exec(compile(block, f"README.md example {number}", "exec"), namespace)
-    assert namespace["wire"] == (
+        if not block.startswith(CONTINUES) or not namespaces:
+            namespaces.append({})  # a block that does not say it continues stands alone
+        exec(compile(block, f"README.md example {number}", "exec"), namespaces[-1])
+    [wire] = [n["wire"] for n in namespaces if "wire" in n]
+    assert wire == (
         b'{"method":"tools/call","id":1,"jsonrpc":"2.0",'
         b'"params":{"arguments":{"x":5},"name":"echo"}}'
     )
     # The session examples end with a connection negotiated over in-memory streams.
-    client, server = namespace["client"], namespace["server"]
+    [sessions] = [n for n in namespaces if "client" in n and "server" in n]
+    client, server = sessions["client"], sessions["server"]
     assert getattr(client, "revision", None) == getattr(server, "revision", None) == "2025-06-18"
 
 

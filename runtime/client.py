@@ -19,6 +19,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from .capabilities import as_json
+from .checks import cancel_problem, log_problem
 from .codec import DECODE_FAILURES
 from .core import Sendable, error_object, revision_of
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
@@ -586,14 +587,11 @@ class ClientSession(Inbound, Outbound):
             return [self._cancelled(message, True)]
         if record is None and request_id in self._pending.cancelled_out:
             return [self._cancelled(message, False)]
-        return [
-            self._violation(
-                Rule.CANCEL_NOT_LISTEN,
-                f"request {request_id!r} is not an open subscriptions/listen request",
-                path="$.params.requestId",
-                method=message.method,
-            )
-        ]
+        problem = cancel_problem(
+            None if record is None else record.method, stateless=True, by_server=True
+        )
+        assert problem is not None  # an open listen request was handled above
+        return [self._reported(problem, method=message.method)]
 
     def _on_log(self, message: Any) -> list[Event]:
         if self._stateless:
@@ -602,17 +600,9 @@ class ClientSession(Inbound, Outbound):
                 # A message may have crossed the cancellation of the request it is for.
                 levels.append(self._cancelled_log_level)
             level = message.params.level
-            if not levels or LEVELS[level] < min(levels):
-                return [
-                    self._violation(
-                        Rule.LOG_LEVEL,
-                        "no request in flight asked for log messages"
-                        if not levels
-                        else f"level {level!r} is below every requested log level",
-                        path="$.params.level",
-                        method=message.method,
-                    )
-                ]
+            problem = log_problem(level, LEVELS[level], levels)
+            if problem is not None:
+                return [self._reported(problem, method=message.method)]
         return self._on_notification(message)
 
     def _on_subscription_note(self, message: Any) -> list[Event]:

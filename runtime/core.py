@@ -44,7 +44,7 @@ from .pending import (
     UnrecordedErrorResponse,
 )
 from .progress import TERMINAL_TASK_STATUSES, ProgressTracker, Tokens
-from .rules import RULES, Rule
+from .rules import RULES, Problem, Rule
 from .state import Lifecycle, Phase, Role, Trigger
 from .stateless import LISTEN, Subscriptions
 
@@ -370,6 +370,10 @@ class SessionCore:
             path=path,
             reason=reason,
         )
+
+    def _reported(self, problem: Problem, *, method: str | None = None) -> ProtocolViolation:
+        """The violation of ``problem`` in a notification or a response (never answered)."""
+        return self._violation(problem.rule, problem.reason, path=problem.path, method=method)
 
     def _owe(
         self, request_id: RequestId | None, method: str | None, error: ErrorObject

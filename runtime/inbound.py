@@ -25,6 +25,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from .capabilities import MODE_DEPENDENT, Path
+from .checks import cancel_problem, token_problem
 from .core import SessionCore, what_it_is
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import InvalidMessage, show
@@ -408,29 +409,10 @@ class Inbound(SessionCore):
         return [event]
 
     def _token_problem(self, message: Any, token: Any) -> ProtocolViolation:
-        """The violation of a request whose progress token is not a string or an
-        integer, or is in use by another active request, or one too many."""
-        if token.__class__ is not str and token.__class__ is not int:
-            return self._refuse(
-                message,
-                Rule.INVALID_PARAMS,
-                f"not a string or an integer: {show(token)}",
-                "$.params._meta.progressToken",
-            )
-        if token not in self._reporting.active:
-            return self._refuse(
-                message,
-                Rule.LIMIT_EXCEEDED,
-                f"{self._reporting.capacity} progress tokens are active: over the limit "
-                f"max_progress_tokens={self._reporting.capacity}",
-                "$.params._meta.progressToken",
-            )
-        return self._refuse(
-            message,
-            Rule.PROGRESS_TOKEN_IN_USE,
-            f"progress token {show(token)} is in use by another active request",
-            "$.params._meta.progressToken",
-        )
+        """The violation of a request whose progress token the tracker refused."""
+        problem = token_problem(token, self._reporting)
+        assert problem is not None  # the tracker refuses only what the check refuses
+        return self._refuse(message, problem.rule, problem.reason, problem.path)
 
     def _loose_token(self, message: Any) -> Any:
         """The progress token in the open params (a plain object) of ``ping``,
@@ -454,15 +436,9 @@ class Inbound(SessionCore):
         record = self._incoming.get(request_id)
         if record is None:
             return [self._cancelled(message, False)]
-        if record.method == "initialize":
-            return [
-                self._violation(
-                    Rule.CANCEL_INITIALIZE,
-                    "the initialize request cannot be cancelled",
-                    path="$.params.requestId",
-                    method=message.method,
-                )
-            ]
+        problem = cancel_problem(record.method, stateless=False, by_server=False)
+        if problem is not None:
+            return [self._reported(problem, method=message.method)]
         del self._incoming[request_id]
         self._pending.cancelled_in.add(request_id)
         if record.progress_token is not None:

@@ -18,12 +18,12 @@ import msgspec
 from msgspec import UNSET
 
 from .capabilities import as_json, has_capability, required_capability
-from .core import Sendable, SessionCore, is_id, params_meta
+from .checks import cancel_problem, misuse, token_problem
+from .core import Sendable, SessionCore, params_meta
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
 from .misuse import (
     CapabilityError,
-    LimitError,
     ProgressError,
     RequestIdError,
     RevisionError,
@@ -204,23 +204,9 @@ class Outbound(SessionCore):
             params = message.params
             token = token_arg
         if token is not None:
-            if not is_id(token):
-                raise ProgressError(
-                    Rule.INVALID_PARAMS, f"a progress token is a string or an integer: {token!r}"
-                )
-            expected = self._expected
-            if token in expected.active:
-                raise ProgressError(
-                    Rule.PROGRESS_TOKEN_IN_USE,
-                    f"progress token {token!r} is in use by another active request",
-                )
-            if len(expected.active) >= expected.capacity:
-                raise LimitError(
-                    Rule.LIMIT_EXCEEDED,
-                    f"{expected.capacity} progress tokens are active (requests not finished, "
-                    f"or tasks not terminal): over the limit "
-                    f"max_progress_tokens={expected.capacity}",
-                )
+            problem = token_problem(token, self._expected)
+            if problem is not None:
+                raise misuse(problem)
         data = self._codec.encode(message)
         task = getattr(params, "task", UNSET) is not UNSET and method in self._codec.task_results
         self._outgoing[request_id] = OutgoingRequest(
@@ -292,8 +278,9 @@ class Outbound(SessionCore):
                 Rule.UNKNOWN_RESPONSE_ID,
                 f"no outstanding request of this side has id {request_id!r}",
             )
-        if record.method == "initialize":
-            raise StateError(Rule.CANCEL_INITIALIZE, "the initialize request cannot be cancelled")
+        problem = cancel_problem(record.method, stateless=False, by_server=False)
+        if problem is not None:
+            raise misuse(problem)
         del self._outgoing[request_id]
         self._pending.cancelled_out.add(request_id)
         if record.progress_token is not None:

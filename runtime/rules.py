@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from .errors import ErrorCode
 
-__all__ = ["RULES", "Rule", "RuleInfo"]
+__all__ = ["RULES", "Problem", "Rule", "RuleInfo"]
 
 
 class Rule(str, Enum):
@@ -61,6 +61,16 @@ class Rule(str, Enum):
     LIMIT_EXCEEDED = "limit-exceeded"
     SESSION_CLOSED = "session-closed"
     WRONG_REVISION = "wrong-revision"
+
+
+class Problem(NamedTuple):
+    """A rule broken by one message: which, where (JSON path) and why. The checks that
+    find them (:mod:`.checks`, :mod:`.stateless`) serve both directions: ``send`` raises
+    for a problem, ``receive`` reports it as a violation."""
+
+    rule: Rule
+    path: str
+    reason: str
 
 
 class RuleInfo(NamedTuple):

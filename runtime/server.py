@@ -20,6 +20,7 @@ from msgspec import UNSET
 from mcpspec import module_name
 
 from .capabilities import as_json
+from .checks import cancel_problem, log_problem, misuse
 from .codec import DECODE_FAILURES
 from .core import error_object
 from .envelope import ErrorResponse, RequestId, ResultResponse
@@ -424,16 +425,9 @@ class ServerSession(Inbound, Outbound):
 
     def _check_log(self, level: str) -> None:
         levels = [r.log_level for r in self._incoming.values() if r.log_level is not None]
-        if not levels:
-            raise SubscriptionError(
-                Rule.LOG_LEVEL,
-                "no request in flight set io.modelcontextprotocol/logLevel: "
-                "notifications/message has nowhere to go",
-            )
-        if LEVELS[level] < min(levels):
-            raise SubscriptionError(
-                Rule.LOG_LEVEL, f"level {level!r} is below every requested log level"
-            )
+        problem = log_problem(level, LEVELS[level], levels)
+        if problem is not None:
+            raise misuse(problem)
 
     def _send_cancel(self, message: Any) -> None:
         if not self._stateless:
@@ -441,10 +435,11 @@ class ServerSession(Inbound, Outbound):
             return
         request_id = message.params.request_id
         record = self._incoming.get(request_id)
-        if record is None or record.method != LISTEN:
-            raise StateError(
-                Rule.CANCEL_NOT_LISTEN,
-                "in 2026-07-28 a server cancels only a subscriptions/listen request it serves",
-            )
+        problem = cancel_problem(
+            None if record is None else record.method, stateless=True, by_server=True
+        )
+        if problem is not None:
+            raise misuse(problem)
+        assert record is not None
         del self._incoming[request_id]
         self._subscriptions.closed(request_id)

@@ -30,7 +30,7 @@ from .negotiation import (
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
 )
-from .rules import Rule
+from .rules import Problem, Rule
 
 __all__ = [
     "ACKNOWLEDGED",
@@ -78,14 +78,6 @@ class RequestMeta(NamedTuple):
     log_level: str | None
     #: The rank of ``log_level`` (see :data:`LEVELS`).
     log_rank: int | None
-
-
-class Problem(NamedTuple):
-    """A broken rule: which, where (JSON path) and why."""
-
-    rule: Rule
-    path: str
-    reason: str
 
 
 def _at(key: str) -> str:

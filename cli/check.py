@@ -22,6 +22,8 @@ import shutil
 import sys
 from typing import Any
 
+from .reports import add_report_arguments, missing, write_files
+
 __all__ = ["add_arguments", "run"]
 
 _URL = re.compile(r"^https?://", re.IGNORECASE)
@@ -64,19 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lenient", action="store_true", help="go on checking past a failed negotiation"
     )
     parser.add_argument(
-        "--strict-warnings",
-        action="store_true",
-        help="fail (exit 1) on warnings (broken SHOULD rules) too",
-    )
-    parser.add_argument(
         "--timeout",
         type=float,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for one answer (default: 10)",
     )
-    parser.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
-    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    add_report_arguments(parser)
     parser.set_defaults(usage_error=parser.error)
 
 
@@ -133,10 +129,7 @@ def run(args: argparse.Namespace) -> int:
         from mcpspec.check.report_text import Progress, write
         from mcpspec.check.run import Options, check_server
     except ImportError as exc:
-        raise SystemExit(
-            f"mcpspec check needs the checker's dependencies ({exc.name} is missing): "
-            "pip install 'mcpspec[check]'"
-        ) from None
+        raise missing("check", "the checker's dependencies", "check", exc) from None
     unknown = [r for r in args.revision if r not in mcpspec.REVISIONS]
     if unknown:
         args.usage_error(
@@ -163,6 +156,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     write(report)
-    from .reports import write_files
-
     return write_files(report, args)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .reports import missing
+
 __all__ = ["add_arguments", "run"]
 
 #: The revision modules of a project checkout, relative to its root.
@@ -38,8 +40,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         from mcpspec.codegen.cli import run as generate
     except ImportError as exc:
-        raise SystemExit(
-            f"mcpspec generate needs the generator's dependencies ({exc.name} is missing): "
-            "pip install 'mcpspec[codegen]'"
-        ) from None
+        raise missing("generate", "the generator's dependencies", "codegen", exc) from None
     return generate(args)

@@ -1,4 +1,5 @@
-"""The report files and exit status shared by ``mcpspec check`` and ``mcpspec validate``."""
+"""What ``mcpspec check`` and ``mcpspec validate`` share: the report options, the report
+files and the exit status, and the message for a missing extra."""
 
 from __future__ import annotations
 
@@ -9,7 +10,25 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mcpspec.check.findings import Report
 
-__all__ = ["write_files"]
+__all__ = ["add_report_arguments", "missing", "write_files"]
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--strict-warnings``, ``--json FILE`` and ``--junit FILE``."""
+    parser.add_argument(
+        "--strict-warnings",
+        action="store_true",
+        help="fail (exit 1) on warnings (broken SHOULD rules) too",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+
+
+def missing(command: str, what: str, extra: str, exc: ImportError) -> SystemExit:
+    """The exit of ``mcpspec COMMAND`` when a dependency of its ``extra`` is missing."""
+    return SystemExit(
+        f"mcpspec {command} needs {what} ({exc.name} is missing): pip install 'mcpspec[{extra}]'"
+    )
 
 
 def write_files(report: Report, args: argparse.Namespace) -> int:

@@ -19,18 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .reports import add_report_arguments, write_files
+
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="transcripts or plain logs")
-    parser.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
-    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
-    parser.add_argument(
-        "--strict-warnings",
-        action="store_true",
-        help="fail (exit 1) on warnings (broken SHOULD rules) too",
-    )
+    add_report_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +39,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"mcpspec validate: {exc}", file=sys.stderr)
         return 2
     write(report)
-    from .reports import write_files
-
     return write_files(report, args)

@@ -19,6 +19,7 @@ from mcpspec.check.findings import broken
 from mcpspec.cli import main
 
 from .conftest import TRANSCRIPTS_DIR
+from .test_check_validate import OPENING
 
 #: Runs mcpspec.cli.main(argv) where jinja2, httpx and anyio cannot be imported; prints
 #: the exit status and which of them (or of their importers) got imported.
@@ -287,31 +288,7 @@ def test_validate_warnings_fail_only_when_strict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A clean opening, then a ping nobody answers: one warning, nothing failed.
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "c", "version": "1"},
-        },
-    }
-    result = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "result": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "serverInfo": {"name": "s", "version": "1"},
-        },
-    }
-    messages = [
-        initialize,
-        result,
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-    ]
+    messages = [m for _, m in OPENING] + [{"jsonrpc": "2.0", "id": 2, "method": "ping"}]
     path = tmp_path / "stdio.log"
     path.write_text("\n".join(json.dumps(m) for m in messages) + "\n")
     assert main(["validate", str(path)]) == 0

@@ -302,7 +302,12 @@ class Conversation:
                 self.cancelled[envelope.id] = (where, envelope.error.get("code"))
             if self.session.model == "stateless":
                 self._result_type(envelope, where)
-        await self._events(self.session.receive(data), where, data)
+        # The session takes an error without an id as the answer to its opening probe
+        # (it gives it the probe's id): the id was dropped all the same.
+        id_null = (
+            envelope is not None and _is_response(envelope) and envelope.id in (None, msgspec.UNSET)
+        )
+        await self._events(self.session.receive(data), where, data, id_null=id_null)
 
     def _result_type(self, envelope: _Envelope, where: str) -> None:
         result = envelope.result
@@ -328,7 +333,9 @@ class Conversation:
             waiter.settle(Reply("result", raw.get("result"), where, raw))
         return True
 
-    async def _events(self, events: list[Event], where: str, data: bytes) -> None:
+    async def _events(
+        self, events: list[Event], where: str, data: bytes, *, id_null: bool = False
+    ) -> None:
         # Negotiation's outcome first: a waiter woken by the response sees it.
         for event in events:
             if isinstance(event, SessionReady):
@@ -339,7 +346,7 @@ class Conversation:
             if isinstance(event, ResponseReceived):
                 self._settle(event.request_id, Reply("result", event.result, where))
             elif isinstance(event, ErrorReceived):
-                self._error(event, where)
+                self._error(event, where, id_null=id_null)
             elif isinstance(event, ProtocolViolation):
                 await self._violation(event, where, data)
             elif isinstance(event, RequestReceived):
@@ -362,9 +369,11 @@ class Conversation:
         if waiter is not None:
             waiter.settle(reply)
 
-    def _error(self, event: ErrorReceived, where: str) -> None:
+    def _error(self, event: ErrorReceived, where: str, *, id_null: bool = False) -> None:
         if event.request_id is not None:
-            self._settle(event.request_id, Reply("error", event.error, where))
+            if id_null:
+                self._dropped_id(event.request_id, event.error, where)
+            self._settle(event.request_id, Reply("error", event.error, where, id_null=id_null))
             return
         # An error with id null answers a message the server could not read. If it is the
         # only thing outstanding, it is that request's answer, with the id dropped: a
@@ -380,14 +389,17 @@ class Conversation:
             )
         elif len(self._waiters) == 1:
             (request_id, waiter), *_ = self._waiters.items()
-            self.problem(
-                "protocol.responses",
-                where,
-                f"request id {request_id!r} was answered with id null "
-                f"({event.error.code} {show(event.error.message)}): JSON-RPC 2.0 keeps id "
-                "null for requests whose id could not be read",
-            )
+            self._dropped_id(request_id, event.error, where)
             waiter.settle(Reply("error", event.error, where, id_null=True))
+
+    def _dropped_id(self, request_id: Any, error: ErrorObject, where: str) -> None:
+        self.problem(
+            "protocol.responses",
+            where,
+            f"request id {request_id!r} was answered with id null "
+            f"({error.code} {show(error.message)}): JSON-RPC 2.0 keeps id "
+            "null for requests whose id could not be read",
+        )
 
     async def _violation(self, event: ProtocolViolation, where: str, data: bytes) -> None:
         check = CHECK_OF_RULE[event.rule]

@@ -14,7 +14,9 @@ A link speaks the transport of the revision under check, as a client of that era
 * HTTP+SSE (2024-11-05): when the POST of ``initialize`` is refused with 400, 404 or 405
   and no modern JSON-RPC error, the link ``GET``\\ s the URL (then its ``sse`` sibling)
   for the ``endpoint`` event, as the specification's backwards-compatibility section
-  says, and from then on posts there and reads every message from that stream.
+  says, and from then on posts there and reads every message from that stream. Clients
+  of every handshake revision fall back so (that section is theirs from 2025-03-26 on),
+  and a server may speak any of them over HTTP+SSE.
 
 The link judges the transport only (statuses and headers; the checks ``http.status``,
 ``http.headers`` and ``http.session``), filing findings into the revision's report
@@ -86,9 +88,6 @@ VERSION_HEADER_SINCE: Final = "2025-06-18"
 STATUS_OF_CODE: Final[Mapping[int, int]] = {-32020: 400, -32021: 400, -32022: 400, -32601: 404}
 #: Codes of errors that refuse a body rather than answer a request: 200 or 400.
 BODY_REFUSALS: Final = frozenset({-32700, -32600})
-#: Revisions whose clients speak Streamable HTTP only (2024-11-05, and versions this
-#: checker does not know, may fall back to HTTP+SSE).
-STREAMABLE_ONLY: Final = frozenset({"2025-03-26", "2025-06-18", "2025-11-25"})
 #: Errors by which a modern (2026-07-28) server refuses a request: no fallback to HTTP+SSE.
 MODERN_CODES: Final = frozenset(STATUS_OF_CODE)
 
@@ -619,7 +618,6 @@ class HttpLink:
         if (
             method == "initialize"
             and status in (400, 404, 405)
-            and self._revision not in STREAMABLE_ONLY
             and not is_stateless(self._revision)
         ):
             body = await read_body(response)

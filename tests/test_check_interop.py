@@ -1,4 +1,5 @@
-"""``mcpspec check`` on real servers: the official Python SDK's (a clean bill in every
+"""``mcpspec check`` on real servers, over stdio and HTTP (Streamable HTTP, and the
+HTTP+SSE transport of 2024-11-05): the official Python SDK's (a clean bill in every
 revision it speaks) and ``@modelcontextprotocol/server-everything`` (its real defects,
 each named, and nothing else).
 
@@ -11,14 +12,18 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from mcpspec.check import Outcome, Report
+from mcpspec.check.http import HttpTarget
 from mcpspec.check.run import Options, check_server
 from mcpspec.check.stdio import StdioTarget
+from tests.test_http_client_interop import everything, sdk_server
 
 pytestmark = [pytest.mark.interop]
 
@@ -31,6 +36,10 @@ ALL = ("2026-07-28", *HANDSHAKE)
 needs_sdk = pytest.mark.skipif(
     importlib.util.find_spec("mcp") is None,
     reason="the official Python SDK (mcp==2.3.0) is missing: run `nox -s interop`",
+)
+needs_http_sdk = pytest.mark.skipif(
+    importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None,
+    reason="the official Python SDK (mcp==2.3.0) or uvicorn is missing: run `nox -s interop`",
 )
 needs_everything = pytest.mark.skipif(
     not (NODE and EVERYTHING),
@@ -128,4 +137,163 @@ def test_server_everything_over_stdio_has_its_known_defects_and_no_others() -> N
     accepted = {r.revision: r.accepted for r in report.revisions if r.revision in ALL}
     assert accepted == {"2026-07-28": False, **dict.fromkeys(HANDSHAKE, True)}
     assert_problems(report, EVERYTHING_STDIO)
+    assert report.exit_status() == 1
+
+
+# -- over HTTP ---------------------------------------------------------------------------------
+
+#: A hang guard for one whole check run (never a timed assertion).
+HTTP_GUARD = 300
+
+
+def run_http(server: AbstractAsyncContextManager[str], path: str, **options: Any) -> Report:
+    """Start ``server`` (it yields its base URL), check the endpoint at ``path``, stop it."""
+
+    async def check() -> Report:
+        timeout = float(options.get("timeout", 10.0))
+        with anyio.fail_after(HTTP_GUARD):
+            async with server as base:
+                target = HttpTarget(base + path, timeout=timeout)
+                return await check_server(target, Options(**options))
+
+    return anyio.run(check)
+
+
+def outcomes(report: Report, check: str) -> set[tuple[str, str]]:
+    """(revision, outcome) of every finding of ``check``."""
+    return {
+        (r.revision, f.outcome.value)
+        for r in report.revisions
+        for f in r.findings
+        if f.check == check
+    }
+
+
+#: The SDK server's Streamable HTTP shapes: answers as SSE or JSON, with sessions or
+#: without. Its ``wait`` tool blocks until cancelled, so calling tools costs one timeout
+#: per revision: two shapes call them (one stateful, one stateless, one of each answer
+#: format), the other two check the rest.
+SDK_HTTP_SHAPES = {
+    "sse-stateful": ((), True),
+    "json-stateless": (("--json", "--stateless"), True),
+    "json-stateful": (("--json",), False),
+    "sse-stateless": (("--stateless",), False),
+}
+
+
+@needs_http_sdk
+@pytest.mark.parametrize("shape", list(SDK_HTTP_SHAPES))
+def test_sdk_streamable_http_server_gets_a_clean_bill_in_every_revision(shape: str) -> None:
+    flags, call_tools = SDK_HTTP_SHAPES[shape]
+    server = sdk_server("--declare-logging", *flags)
+    report = run_http(server, "/mcp", call_tools=call_tools, timeout=3.0)
+    assert [r.revision for r in report.revisions if r.accepted] == list(ALL)
+    # Unlike over stdio, the SDK answers malformed JSON over HTTP (-32700): no warning.
+    assert_problems(report, set())
+    assert report.exit_status(strict_warnings=True) == 0
+    checks = ["schema.message", "surface.read", "protocol.negotiation", "protocol.parse-error"]
+    checks += ["http.status"]
+    if call_tools:
+        checks.append("surface.call")
+    for revision in ALL:
+        for check in checks:
+            assert outcomes(report, check) >= {(revision, "passed")}, (revision, check)
+    # Sessions are optional: without them, the session probes have nothing to probe,
+    # and the only header judged in a handshake revision is the session id.
+    stateful = "stateless" not in shape
+    session = {(r, "passed" if stateful else "skipped") for r in HANDSHAKE}
+    assert outcomes(report, "http.session") == {("2026-07-28", "passed"), *session}
+    headers = {(r, "passed") for r in HANDSHAKE} if stateful else set()
+    assert outcomes(report, "http.headers") == {("2026-07-28", "passed"), *headers}
+
+
+@needs_http_sdk
+def test_sdk_http_sse_server_gets_a_clean_bill_in_every_revision_it_speaks() -> None:
+    """The HTTP+SSE transport is 2024-11-05's, but clients of later handshake revisions
+    fall back to it too (their transports' backwards-compatibility section), and the SDK
+    speaks every handshake revision over it; 2026-07-28 has no HTTP+SSE."""
+    report = run_http(
+        sdk_server("--declare-logging", "--sse"), "/sse", call_tools=True, timeout=3.0
+    )
+    assert [r.revision for r in report.revisions if r.accepted] == list(HANDSHAKE)
+    assert_problems(report, set())
+    assert report.exit_status(strict_warnings=True) == 0
+    findings = list(report.findings())
+    for revision in HANDSHAKE:
+        passed = {
+            f.check for f in findings if f.revision == revision and f.outcome is Outcome.PASSED
+        }
+        assert {"surface.call", "schema.message", "protocol.negotiation"} <= passed, revision
+        # The answers came on the SSE stream: the link fell back to HTTP+SSE.
+        assert any(
+            f.where.startswith("SSE stream event") for f in findings if f.revision == revision
+        )
+    # The Streamable HTTP probes do not apply to an HTTP+SSE endpoint.
+    http = [f for f in findings if f.check.startswith("http.")]
+    assert http and all(f.outcome is Outcome.SKIPPED for f in http)
+
+
+#: server-everything's defects over Streamable HTTP, with tools called. What it shares
+#: with stdio: -32603 for a tools/call whose arguments are not an object (JSON-RPC 2.0:
+#: -32602 is "invalid method parameter(s)"; a SHOULD-level check), ``resource_link``
+#: content (2025-06-18 on) sent to 2024-11-05 and 2025-03-26 clients, and 2025-11-25
+#: elicitation schemas (an ``array`` property) sent to a 2025-06-18 client. Unlike over
+#: stdio, its HTTP transport answers malformed JSON (-32700), and the request before
+#: initialize is not sent (over HTTP, a request without a session is http.session's).
+#: It does not speak 2026-07-28 (no defect). Over HTTP only:
+EVERYTHING_HTTP = {
+    *((r, "protocol.invalid-params", "warning", "POST ") for r in HANDSHAKE),
+    ("2025-03-26", "schema.message", "failed", _RESOURCE_LINK),
+    ("2024-11-05", "schema.message", "failed", _RESOURCE_LINK),
+    ("2025-06-18", "schema.message", "failed", "$.params.requestedSchema.properties[...].type"),
+    # Its answer to the 2026-07-28 probe (400, -32000 "Server not initialized") has id
+    # null although the request's id could be read: JSON-RPC 2.0 (Response object, id)
+    # and every MCP revision ("Error responses MUST include the same ID as the request
+    # they correspond to", except when the ID could not be read).
+    ("2026-07-28", "protocol.responses", "failed", "POST 1 response"),
+    # A ping with a session id it never minted is answered 400 instead of 404 (Session
+    # Management 3; a SHOULD-level check: the MUST speaks of terminated sessions).
+    *((r, "http.session", "warning", "POST /mcp") for r in HANDSHAKE),
+    # Not in the issue's list, found here: after DELETE ended the session (200), a request
+    # with its id is answered 400, where Session Management 3 says "the server MAY
+    # terminate the session at any time, after which it MUST respond to requests
+    # containing that session ID with HTTP 404 Not Found" (2025-03-26, 2025-06-18 and
+    # 2025-11-25 transports; 2024-11-05 over Streamable HTTP follows 2025-03-26's).
+    *((r, "http.status", "failed", "POST /mcp") for r in HANDSHAKE),
+}
+#: What each HTTP problem of server-everything is about (a part of its ``why``).
+EVERYTHING_HTTP_WHY = {
+    "protocol.responses": "was answered with id null (-32000",
+    "http.session": "Mcp-Session-Id the server never minted was answered 400",
+    "http.status": "a ping on the session DELETE ended (200) was answered 400",
+}
+
+#: Over HTTP+SSE (2024-11-05) the same -32603 and ``resource_link`` defects, nothing else.
+EVERYTHING_SSE = {
+    ("2024-11-05", "protocol.invalid-params", "warning", "SSE stream event"),
+    ("2024-11-05", "schema.message", "failed", _RESOURCE_LINK),
+}
+
+
+@needs_everything
+def test_server_everything_over_streamable_http_has_its_known_defects_and_no_others() -> None:
+    report = run_http(everything("streamableHttp"), "/mcp", call_tools=True)
+    accepted = {r.revision: r.accepted for r in report.revisions if r.revision in ALL}
+    assert accepted == {"2026-07-28": False, **dict.fromkeys(HANDSHAKE, True)}
+    assert_problems(report, EVERYTHING_HTTP)
+    for finding in report.findings():
+        if finding.problem and finding.check in EVERYTHING_HTTP_WHY:
+            assert EVERYTHING_HTTP_WHY[finding.check] in finding.why, finding
+    assert report.exit_status() == 1
+
+
+@needs_everything
+def test_server_everything_over_http_sse_has_its_known_defects_and_no_others() -> None:
+    report = run_http(everything("sse"), "/sse", call_tools=True, revisions=("2024-11-05",))
+    assert [(r.revision, r.accepted) for r in report.revisions] == [
+        ("2024-11-05", True),
+        ("negotiation", None),
+    ]
+    assert_problems(report, EVERYTHING_SSE)
+    assert any(f.where.startswith("SSE stream event") for f in report.findings())
     assert report.exit_status() == 1

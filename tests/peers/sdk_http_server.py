@@ -1,10 +1,12 @@
 """The SDK server of ``sdk_server.py`` over HTTP, for the interop tests of the mcpspec HTTP
-client: ``python sdk_http_server.py [--json] [--stateless] [--sse]``.
+client and checker: ``python sdk_http_server.py [--json] [--stateless] [--sse]
+[--declare-logging]``.
 
 It listens on 127.0.0.1, on a port the OS picks, and prints ``port N`` on stdout once
 it accepts connections. Streamable HTTP at ``/mcp`` (``--json``: answers
 as ``application/json``; ``--stateless``: no sessions), or with ``--sse`` the HTTP+SSE
-transport of 2024-11-05 (``GET /sse``, ``POST /messages/``).
+transport of 2024-11-05 (``GET /sse``, ``POST /messages/``). ``--declare-logging``
+makes it declare the logging capability its tools use (see ``sdk_server.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 
 import anyio
 import uvicorn
-from sdk_server import server
+from sdk_server import declare_logging, server
 
 
 async def main() -> None:
@@ -23,7 +25,10 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--declare-logging", action="store_true")
     args = parser.parse_args()
+    if args.declare_logging:
+        declare_logging()
     if args.sse:
         app = server.sse_app()
     else:

@@ -218,9 +218,12 @@ class Conversation:
         return waiter
 
     def forget(self, waiter: _Waiter) -> None:
-        """Stop waiting for an answer with id null (a malformed-JSON probe is over)."""
+        """Stop waiting for a raw probe's answer (its probe is judged and over)."""
         if waiter in self._null_probes:
             self._null_probes.remove(waiter)
+        for request_id, raw in list(self._raw.items()):
+            if raw is waiter:
+                del self._raw[request_id]
 
     async def send_later(self, message: Any) -> None:
         """Send a typed request through the session without waiting for its answer."""
@@ -375,11 +378,29 @@ class Conversation:
                 self._dropped_id(event.request_id, event.error, where)
             self._settle(event.request_id, Reply("error", event.error, where, id_null=id_null))
             return
-        # An error with id null answers a message the server could not read. If it is the
-        # only thing outstanding, it is that request's answer, with the id dropped: a
-        # JSON-RPC response carries the id of the request it answers whenever it could
-        # be read.
-        if not self._waiters:
+        # An error with id null answers a message the server could not read. If one
+        # request alone is outstanding, it is that request's answer with the id dropped:
+        # a JSON-RPC response carries the id of the request it answers whenever it could
+        # be read. With several outstanding (raw probes included) it answers one of
+        # them, which one cannot be told: the rule is broken all the same.
+        outstanding = [
+            (request_id, waiter)
+            for request_id, waiter in (*self._waiters.items(), *self._raw.items())
+            if waiter.reply is None
+        ]
+        if len(outstanding) == 1 and outstanding[0][0] in self._waiters:
+            request_id, waiter = outstanding[0]
+            self._dropped_id(request_id, event.error, where)
+            waiter.settle(Reply("error", event.error, where, id_null=True))
+        elif outstanding:
+            self.problem(
+                "protocol.responses",
+                where,
+                f"an error with id null ({event.error.code} {show(event.error.message)}) "
+                f"while {len(outstanding)} readable requests were outstanding: JSON-RPC "
+                "2.0 keeps id null for requests whose id could not be read",
+            )
+        else:
             self.problem(
                 "protocol.responses",
                 where,
@@ -387,10 +408,6 @@ class Conversation:
                 "answers nothing: the checker sent no message the server could not read, "
                 "and notifications are never answered",
             )
-        elif len(self._waiters) == 1:
-            (request_id, waiter), *_ = self._waiters.items()
-            self._dropped_id(request_id, event.error, where)
-            waiter.settle(Reply("error", event.error, where, id_null=True))
 
     def _dropped_id(self, request_id: Any, error: ErrorObject, where: str) -> None:
         self.problem(

@@ -233,7 +233,8 @@ async def list_all(conv: Conversation, method: str, key: str) -> list[dict[str, 
                     where,
                     f"{method} answered -32601 although the server declares {method.split('/')[0]}",
                 )
-            elif reply.kind != "refused":
+            elif reply.kind != "refused" and not reply.id_null:
+                # (an answer with its id dropped is filed under protocol.responses)
                 conv.problem("surface.list", where, f"{method}: {said(reply)}")
             return None
         result = reply.value

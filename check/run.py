@@ -150,6 +150,7 @@ async def _handshake(target: Target, section: RevisionReport, options: Options) 
         await conv.sync()
         if early is not None:
             _lifecycle(conv, early.reply)
+            conv.forget(early)
         await _steps(conv, options, [("ping", probes.ping), *_common(options)])
         _clean_bills(conv)
     await _http(target, section, options)

@@ -46,6 +46,7 @@ DEFECTS: Final[dict[str, tuple[str, str, str]]] = {
     "served-before-initialize": ("protocol.lifecycle", "warning", "stdout line 1"),
     "cancel-answered": ("protocol.cancellation", "warning", "stdout line"),
     "version-error-without-supported": ("protocol.negotiation", "failed", "stdout line"),
+    "id-dropped-from-error": ("protocol.responses", "failed", "stdout line"),
     "unasked-log": ("protocol.logging", "failed", "$.params.level"),
     "invalid-params-wrong-code": ("protocol.invalid-params", "warning", "stdout line"),
     "parse-error-wrong-code": ("protocol.parse-error", "warning", "stdout line"),

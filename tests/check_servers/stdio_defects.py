@@ -475,6 +475,22 @@ class VersionErrorWithoutSupported(Defect):
         await out.write(data)
 
 
+class IdDroppedFromError(Defect):
+    """An error answering a readable request carries id null (as some HTTP servers answer
+    a probe they cannot serve): ``prompts/list`` is answered with -32000 and id null.
+    Caught by ``protocol.responses`` (a failure) at that line."""
+
+    name = "id-dropped-from-error"
+
+    async def write(self, message: Any, data: bytes, out: FilteredStream) -> None:
+        if out.method_answered(message) == "prompts/list":
+            await out.write_message(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "busy"}}
+            )
+            return
+        await out.write(data)
+
+
 class UnaskedLog(Defect):
     """2026-07-28: before answering a ``tools/list`` that set no log level, the server
     writes a log message (which only a request that asked for that level may get).
@@ -590,6 +606,7 @@ STDIO_DEFECTS: Final[dict[str, type[Defect]]] = {
         ServedBeforeInitialize,
         CancelAnswered,
         VersionErrorWithoutSupported,
+        IdDroppedFromError,
         UnaskedLog,
         InvalidParamsWrongCode,
         ParseErrorWrongCode,

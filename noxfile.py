@@ -25,6 +25,21 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-m", "not interop", *session.posargs)
 
 
+#: The msgspec versions the package is tested with: the newest patch release of each
+#: minor version in the range pinned in pyproject.toml.
+MSGSPEC_VERSIONS = ("0.19.0", "0.20.0", "0.21.1", "0.22.0")
+
+
+@nox.session
+@nox.parametrize("version", MSGSPEC_VERSIONS)
+def msgspec(session: nox.Session, version: str) -> None:
+    """The codec and the msgspec error-text adapter under each tested msgspec version
+    (``runtime/msgspec_errors.py``; its table of real messages is in
+    ``tests/test_msgspec_errors.py``)."""
+    session.install(".[test]", f"msgspec=={version}")
+    session.run("pytest", "tests/test_msgspec_errors.py", "tests/test_codec.py", *session.posargs)
+
+
 @nox.session
 def generate(session: nox.Session) -> None:
     """Regenerate generated/ from the pinned schemas (args go to ``mcpspec generate``)."""

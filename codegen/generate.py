@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpspec.schema import ERRATA, PINS, pin_for
+from mcpspec import module_name
+from mcpspec.codegen.schema import ERRATA, PINS, pin_for
+from mcpspec.runtime.contract import ProtocolModel
 
 from .build import build_module
 from .model import Module
 from .patch import apply_errata, normalise_wire_form
-from .render import render_module, render_package_init
+from .render import render_module, render_revisions
 from .sources import default_schema_dir, read_pinned_schema
 
 __all__ = [
@@ -24,6 +26,9 @@ __all__ = [
     "load_wire_schema",
     "module_filename",
 ]
+
+#: The generated module listing every revision, beside the revision modules.
+REVISIONS_FILE = "_revisions.py"
 
 
 @dataclass
@@ -38,6 +43,7 @@ class GenerationReport:
     unions: dict[str, int] = field(default_factory=dict)
     errata: int = 0
     normalised: int = 0
+    protocol_model: ProtocolModel = ProtocolModel.HANDSHAKE
 
     def summary(self) -> str:
         unions = ", ".join(f"{k} {v}" for k, v in sorted(self.unions.items())) or "none"
@@ -49,7 +55,8 @@ class GenerationReport:
 
 
 def module_filename(revision: str) -> str:
-    return "v" + revision.replace("-", "_") + ".py"
+    """The file of ``revision``'s module: ``"2025-11-25"`` -> ``"v2025_11_25.py"``."""
+    return module_name(revision).rpartition(".")[2] + ".py"
 
 
 def load_wire_schema(
@@ -89,6 +96,7 @@ def _report(module: Module, errata: int, normalised: int) -> GenerationReport:
         unions={k: v for k, v in strategies.items() if v},
         errata=errata,
         normalised=normalised,
+        protocol_model=module.protocol_model,
     )
 
 
@@ -112,12 +120,12 @@ def generate_all(
     extra: dict[str, Path] | None = None,
 ) -> list[GenerationReport]:
     """Regenerate every pinned revision (plus ``extra``: revision -> schema file) and the
-    package ``__init__`` into ``out_dir``."""
+    list of revisions (``_revisions.py``) into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     reports = [generate_revision(pin.revision, out, schema_dir) for pin in PINS]
     for revision, path in sorted((extra or {}).items()):
         reports.append(generate_revision(revision, out, schema_file=path))
-    revisions = sorted({r.revision for r in reports})
-    (out / "__init__.py").write_text(render_package_init(revisions), encoding="utf-8")
+    models = {r.revision: r.protocol_model for r in reports}
+    (out / REVISIONS_FILE).write_text(render_revisions(models), encoding="utf-8")
     return reports

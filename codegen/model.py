@@ -1,7 +1,9 @@
 """The generator's intermediate model: what a revision module declares, before rendering.
 
 A small, frozen vocabulary: :class:`Type` expressions, :class:`Field`, :class:`Struct`
-(plain, tagged or merged) and :class:`Alias`, collected in a :class:`Module`.
+(plain, tagged or merged) and :class:`Alias`, collected in a :class:`Module`. What the
+runtime reads from a generated module is typed with the runtime's own vocabulary
+(:mod:`mcpspec.runtime.contract`): the protocol model and the kinds of owned unions.
 """
 
 from __future__ import annotations
@@ -9,7 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Alias", "Arm", "Field", "Module", "Struct", "Type", "UnionStrategy"]
+from mcpspec.runtime.contract import ProtocolModel, UnionKind
+
+__all__ = [
+    "Alias",
+    "Arm",
+    "Field",
+    "Module",
+    "Struct",
+    "Type",
+    "UnionStrategy",
+    "UnsupportedSchema",
+]
+
+
+class UnsupportedSchema(ValueError):
+    """The schema uses a construct the generator has no rule for."""
+
 
 TypeKind = Literal["prim", "ref", "list", "dict", "union", "literal", "any", "raw"]
 
@@ -53,6 +71,10 @@ class Field:
     #: A required open object that starts empty: the ``_meta`` of 2026-07-28 requests,
     #: which the client session fills with the protocol fields before sending.
     empty_default: bool = False
+    #: A required Struct-typed field whose Struct can be built without arguments starts
+    #: as one: the all-optional ``params`` of 2026-07-28 requests (``ListToolsRequest(
+    #: id=1)``), whose ``_meta`` the client session fills.
+    default_factory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,8 @@ class Alias:
     strategy: UnionStrategy | None = None
     #: Members of a union whose decoding the codec owns (``keyed``, ``classified``).
     members: tuple[str, ...] = ()
+    #: How the codec decodes the union, where it owns it (``keyed``, ``classified``).
+    kind: UnionKind | None = None
 
 
 @dataclass
@@ -116,6 +140,10 @@ class Module:
     batches: bool = False
     #: Whether an error response must carry ``id`` (optional from 2025-11-25 on).
     error_id_required: bool = True
+    #: How the revision negotiates: stateless where the schema has ``server/discover``.
+    protocol_model: ProtocolModel = ProtocolModel.HANDSHAKE
+    #: method -> the complete member of its ``resultType``-tagged result union.
+    complete_results: dict[str, str] = field(default_factory=dict)
     errata_applied: int = 0
     normalised: int = 0
     definitions: int = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mcpspec.schema import Erratum
+from mcpspec.codegen.schema import Erratum
 
 __all__ = ["ErratumMismatch", "apply_errata", "definitions_key", "normalise_wire_form"]
 

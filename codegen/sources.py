@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcpspec.schema import Pin
+from mcpspec.codegen.schema import Pin
 
 __all__ = ["SchemaHashMismatch", "SchemaNotFound", "default_schema_dir", "read_pinned_schema"]
 
@@ -29,7 +29,7 @@ class SchemaHashMismatch(ValueError):
         super().__init__(
             f"{source}: sha256 is {actual}, but the pin expects {expected}; "
             "the file changed upstream or locally: review the change, then update "
-            "the pin in schema/__init__.py"
+            "the pin in schema/__init__.py (mcpspec.codegen.schema)"
         )
         self.source = source
         self.expected = expected

@@ -23,13 +23,16 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.contract import ProtocolModel, UnionKind
 from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
+    "COMPLETE_RESULTS",
     "INPUT_REQUESTS",
+    "PROTOCOL_MODEL",
     "RESULTS",
     "REVISION",
     "SERVER_NOTIFICATIONS",
@@ -159,6 +162,8 @@ __all__ = [
 ]
 
 REVISION: Final = "2025-06-18"
+#: How this revision negotiates (``initialize`` once, or ``_meta`` on every request).
+PROTOCOL_MODEL: Final[ProtocolModel] = ProtocolModel.HANDSHAKE
 
 
 class Annotations(msgspec.Struct, kw_only=True):
@@ -1789,6 +1794,12 @@ TASK_RESULTS: Final[Mapping[str, Any]] = MappingProxyType(
     {
     }
 )
+#: The complete member of every result union tagged on ``resultType``, by method: what a
+#: result without the tag (from a peer of an older revision) decodes as.
+COMPLETE_RESULTS: Final[Mapping[str, type[msgspec.Struct]]] = MappingProxyType(
+    {
+    }
+)
 
 #: Encoder and decoders of revision 2025-06-18, built on first use.
 codec: Final = Codec(
@@ -1800,11 +1811,13 @@ codec: Final = Codec(
     input_requests=INPUT_REQUESTS,
     results=RESULTS,
     task_results=TASK_RESULTS,
+    complete_results=COMPLETE_RESULTS,
     owned_unions={
-        "ClientResult": (ClientResult, "keyed"),
-        "JSONRPCMessage": (JSONRPCMessage, "classified"),
-        "ServerResult": (ServerResult, "keyed"),
+        "ClientResult": (ClientResult, UnionKind.KEYED),
+        "JSONRPCMessage": (JSONRPCMessage, UnionKind.MESSAGE),
+        "ServerResult": (ServerResult, UnionKind.KEYED),
     },
     batches=False,
     error_id_required=True,
+    protocol_model=PROTOCOL_MODEL,
 )

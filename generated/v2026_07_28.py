@@ -23,13 +23,16 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
+from mcpspec.runtime.contract import ProtocolModel, UnionKind
 from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 
 __all__ = [
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
+    "COMPLETE_RESULTS",
     "INPUT_REQUESTS",
+    "PROTOCOL_MODEL",
     "RESULTS",
     "REVISION",
     "SERVER_NOTIFICATIONS",
@@ -222,6 +225,8 @@ __all__ = [
 ]
 
 REVISION: Final = "2026-07-28"
+#: How this revision negotiates (``initialize`` once, or ``_meta`` on every request).
+PROTOCOL_MODEL: Final[ProtocolModel] = ProtocolModel.STATELESS
 
 
 class Annotations(msgspec.Struct, kw_only=True):
@@ -642,7 +647,7 @@ class DiscoverRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="ser
 
     id: RequestId
     jsonrpc: Literal["2.0"] = JSONRPC_VERSION
-    params: RequestParams
+    params: RequestParams = msgspec.field(default_factory=lambda: RequestParams())
 
 
 class DiscoverResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -1180,7 +1185,7 @@ class ListPromptsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="
 
     id: RequestId
     jsonrpc: Literal["2.0"] = JSONRPC_VERSION
-    params: PaginatedRequestParams
+    params: PaginatedRequestParams = msgspec.field(default_factory=lambda: PaginatedRequestParams())
 
 
 class ListPromptsResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -1233,7 +1238,7 @@ class ListResourceTemplatesRequest(msgspec.Struct, kw_only=True, tag_field="meth
 
     id: RequestId
     jsonrpc: Literal["2.0"] = JSONRPC_VERSION
-    params: PaginatedRequestParams
+    params: PaginatedRequestParams = msgspec.field(default_factory=lambda: PaginatedRequestParams())
 
 
 class ListResourceTemplatesResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -1286,7 +1291,7 @@ class ListResourcesRequest(msgspec.Struct, kw_only=True, tag_field="method", tag
 
     id: RequestId
     jsonrpc: Literal["2.0"] = JSONRPC_VERSION
-    params: PaginatedRequestParams
+    params: PaginatedRequestParams = msgspec.field(default_factory=lambda: PaginatedRequestParams())
 
 
 class ListResourcesResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -1371,7 +1376,7 @@ class ListToolsRequest(msgspec.Struct, kw_only=True, tag_field="method", tag="to
 
     id: RequestId
     jsonrpc: Literal["2.0"] = JSONRPC_VERSION
-    params: PaginatedRequestParams
+    params: PaginatedRequestParams = msgspec.field(default_factory=lambda: PaginatedRequestParams())
 
 
 class ListToolsResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -2943,6 +2948,15 @@ TASK_RESULTS: Final[Mapping[str, Any]] = MappingProxyType(
     {
     }
 )
+#: The complete member of every result union tagged on ``resultType``, by method: what a
+#: result without the tag (from a peer of an older revision) decodes as.
+COMPLETE_RESULTS: Final[Mapping[str, type[msgspec.Struct]]] = MappingProxyType(
+    {
+        "prompts/get": GetPromptResult,
+        "resources/read": ReadResourceResult,
+        "tools/call": CallToolResult,
+    }
+)
 
 #: Encoder and decoders of revision 2026-07-28, built on first use.
 codec: Final = Codec(
@@ -2954,12 +2968,14 @@ codec: Final = Codec(
     input_requests=INPUT_REQUESTS,
     results=RESULTS,
     task_results=TASK_RESULTS,
+    complete_results=COMPLETE_RESULTS,
     owned_unions={
-        "InputResponse": (InputResponse, "keyed"),
-        "JSONRPCMessage": (JSONRPCMessage, "classified"),
-        "JSONRPCResponse": (JSONRPCResponse, "classified"),
-        "ServerResult": (ServerResult, "keyed"),
+        "InputResponse": (InputResponse, UnionKind.KEYED),
+        "JSONRPCMessage": (JSONRPCMessage, UnionKind.MESSAGE),
+        "JSONRPCResponse": (JSONRPCResponse, UnionKind.RESPONSE),
+        "ServerResult": (ServerResult, UnionKind.KEYED),
     },
     batches=False,
     error_id_required=False,
+    protocol_model=PROTOCOL_MODEL,
 )

@@ -3,7 +3,8 @@
 :class:`Codec` decodes and encodes one revision's messages; :class:`InvalidMessage` is
 the one exception bad wire input raises, with the JSON-RPC error code, JSON path and
 reason; :class:`ResultResponse` and :class:`ErrorResponse` are the JSON-RPC response
-envelopes.
+envelopes; :func:`protocol_model` says how a revision negotiates (a
+:class:`ProtocolModel`, as its generated module declares).
 
 The sans-IO sessions (:class:`ServerSession`, :class:`ClientSession`), their events
 (``RequestReceived``, ``ProtocolViolation``, ...), the :class:`Rule` table and the
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .codec import Codec, Message
+from .contract import ProtocolModel, protocol_model
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
@@ -116,6 +118,7 @@ __all__ = [
     "Phase",
     "ProgressError",
     "ProgressReceived",
+    "ProtocolModel",
     "ProtocolViolation",
     "RequestCancelled",
     "RequestId",
@@ -130,6 +133,7 @@ __all__ = [
     "SessionReady",
     "StateError",
     "SubscriptionError",
+    "protocol_model",
 ]
 
 

@@ -16,11 +16,12 @@ import _thread
 import functools
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, Union, cast, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, Union, cast, overload
 
 import msgspec
 from msgspec import UNSET
 
+from .contract import ProtocolModel, UnionKind
 from .envelope import (
     JSONRPC_VERSION,
     Envelope,
@@ -29,6 +30,7 @@ from .envelope import (
     typed_response_type,
 )
 from .errors import ErrorCode, InvalidMessage, show
+from .msgspec_errors import is_missing_field, path_and_reason
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -103,16 +105,8 @@ def envelope_decoder() -> msgspec.json.Decoder[Any]:
 #: A decoder for small data and one for large.
 _ResponsePlan: TypeAlias = "tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]"
 
-_MISSING_RESULT_TYPE = "missing required field `resultType`"
-
-
-def _path(error: msgspec.ValidationError, prefix: str = "$") -> tuple[str, str]:
-    """(JSON path, reason) of a msgspec validation error, the path under ``prefix``."""
-    text = str(error)
-    reason, sep, where = text.rpartition(" - at `")
-    if not sep:
-        return prefix, text
-    return prefix + where.rstrip("`")[1:], reason
+#: The tag of a 2026-07-28 result union, which a result from an older peer lacks.
+_RESULT_TAG = "resultType"
 
 
 def _not_json(exc: Exception, data: bytes | str | msgspec.Raw) -> str:
@@ -176,7 +170,7 @@ def _typed(
         except RecursionError:
             return _on_whole_stack(decode, *args, path=prefix)
     except msgspec.ValidationError as exc:
-        path, reason = _path(exc, prefix)
+        path, reason = path_and_reason(exc, prefix)
         raise InvalidMessage(ErrorCode.INVALID_PARAMS, path, reason, method=method) from None
     except (msgspec.DecodeError, UnicodeError) as exc:
         raise InvalidMessage(ErrorCode.PARSE_ERROR, prefix, _not_json(exc, args[-1])) from None
@@ -201,11 +195,15 @@ class Codec:
         input_requests: Mapping[str, type[msgspec.Struct]],
         results: Mapping[str, Any],
         task_results: Mapping[str, Any],
-        owned_unions: Mapping[str, tuple[Any, Literal["keyed", "classified"]]],
+        complete_results: Mapping[str, type[msgspec.Struct]],
+        owned_unions: Mapping[str, tuple[Any, UnionKind]],
         batches: bool,
-        error_id_required: bool = True,
+        error_id_required: bool,
+        protocol_model: ProtocolModel,
     ) -> None:
         self.revision = revision
+        #: How the revision negotiates (the module's ``PROTOCOL_MODEL``).
+        self.protocol_model = protocol_model
         self.client_requests = client_requests
         self.server_requests = server_requests
         self.client_notifications = client_notifications
@@ -213,6 +211,8 @@ class Codec:
         self.input_requests = input_requests
         self.results = results
         self.task_results = task_results
+        #: method -> the complete member of its ``resultType``-tagged result union.
+        self.complete_results = complete_results
         self.batches = batches
         self.error_id_required = error_id_required
         self.requests: dict[str, type[msgspec.Struct]] = {**client_requests, **server_requests}
@@ -220,7 +220,9 @@ class Codec:
             **client_notifications,
             **server_notifications,
         }
-        self._owned = {id(t): (name, strategy) for name, (t, strategy) in owned_unions.items()}
+        #: Unions the codec decodes itself, by name: (the type alias, its kind).
+        self.owned_unions = owned_unions
+        self._owned = {id(t): (name, kind) for name, (t, kind) in owned_unions.items()}
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
         self._result_decoders: dict[
             tuple[str, bool],
@@ -390,7 +392,7 @@ class Codec:
         """
         result_type = self.result_type(method, task=task)
         union = msgspec.json.Decoder(typed_response_type(result_type))
-        complete = self._complete_member(result_type)
+        complete = self._complete_member(method, task)
         large = union if complete is None else msgspec.json.Decoder(typed_response_type(complete))
         plan = (union, large)
         (self._task_response_plans if task else self._response_plans)[method] = plan
@@ -526,7 +528,7 @@ class Codec:
         try:
             return cast(Message, self._decoder(message_type).decode(data))
         except msgspec.ValidationError as exc:
-            path, reason = _path(exc)
+            path, reason = path_and_reason(exc)
             code = (
                 ErrorCode.INVALID_PARAMS
                 if path == "$.params" or path.startswith(("$.params.", "$.params["))
@@ -546,7 +548,7 @@ class Codec:
         try:
             response = self._envelope_decoder.decode(data)
         except msgspec.ValidationError as exc:
-            raise invalid(ErrorCode.INVALID_REQUEST, *_path(exc)) from None
+            raise invalid(ErrorCode.INVALID_REQUEST, *path_and_reason(exc)) from None
         checked = self._checked_response(response)
         assert checked is not None  # every other shape was rejected above
         return checked
@@ -593,7 +595,7 @@ class Codec:
             try:
                 return union.decode(result)
             except msgspec.ValidationError as exc:
-                if _MISSING_RESULT_TYPE not in str(exc):
+                if not is_missing_field(exc, _RESULT_TAG):
                     raise
             return complete.decode(result)
         try:
@@ -603,7 +605,7 @@ class Codec:
         try:
             return union.decode(result)
         except msgspec.ValidationError as exc:
-            if _MISSING_RESULT_TYPE in str(exc):
+            if is_missing_field(exc, _RESULT_TAG):
                 raise error from None
             raise
 
@@ -615,7 +617,7 @@ class Codec:
         plan = self._result_decoders.get((method, task))
         if plan is None:
             result_type = self.result_type(method, task=task)
-            complete = self._complete_member(result_type)
+            complete = self._complete_member(method, task)
             plan = (
                 msgspec.json.Decoder(result_type),
                 None if complete is None else msgspec.json.Decoder(complete),
@@ -623,13 +625,10 @@ class Codec:
             self._result_decoders[(method, task)] = plan
         return plan
 
-    @staticmethod
-    def _complete_member(result_type: Any) -> type[msgspec.Struct] | None:
-        for member in getattr(result_type, "__args__", ()):
-            config = getattr(member, "__struct_config__", None)
-            if config is not None and config.tag == "complete":
-                return cast(type[msgspec.Struct], member)
-        return None
+    def _complete_member(self, method: str, task: bool) -> type[msgspec.Struct] | None:
+        """The complete member of ``method``'s result union tagged on ``resultType``, or
+        ``None`` when its result is no such union (a task-augmented result never is)."""
+        return None if task else self.complete_results.get(method)
 
     def _decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
         decoder = self._decoders.get(type_)
@@ -654,14 +653,14 @@ class Codec:
         """
         owned = self._owned.get(id(type_))
         if owned is not None:
-            name, strategy = owned
-            if strategy == "keyed":
+            name, kind = owned
+            if kind is UnionKind.KEYED:
                 raise TypeError(
                     f"{name} is decoded by the method of the request it answers: "
                     f"use codec.decode_result(method, data)"
                 )
             message = self.decode(bytes(data) if isinstance(data, msgspec.Raw) else data)
-            if name == "JSONRPCResponse" and not isinstance(
+            if kind is UnionKind.RESPONSE and not isinstance(
                 message, (ResultResponse, ErrorResponse)
             ):
                 raise InvalidMessage(ErrorCode.INVALID_REQUEST, "$", "not a response")

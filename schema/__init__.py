@@ -1,4 +1,7 @@
-"""Pinned inputs of the generator: which upstream schema file each revision is built from.
+"""The generator's data about the official schemas (``mcpspec.codegen.schema``): which
+upstream schema file each revision is built from (the pins), and the known defects of
+those files with the patch for each (:mod:`.errata`). No schema is stored here: the
+files are read from a local copy or downloaded, and checked against their pins.
 
 Every revision is pinned by the specification repository's path, the commit it was taken
 at, and the sha256 of the file's bytes. The generator refuses a file whose hash differs:

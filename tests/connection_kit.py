@@ -70,10 +70,7 @@ def call_tool(peer: Peer[ClientSession], name: str, arguments: Any = None, **met
 
 def list_tools(peer: Peer[ClientSession]) -> Any:
     """A ``tools/list`` request of the peer's revision."""
-    t = peer.session.types
-    if peer.session.model == "stateless":
-        return t.ListToolsRequest(id=peer.next_id(), params=t.PaginatedRequestParams())
-    return t.ListToolsRequest(id=peer.next_id())
+    return peer.session.types.ListToolsRequest(id=peer.next_id())
 
 
 def closing_call(client: Client, outcomes: list[BaseException]) -> Callable[[str], Awaitable[None]]:

@@ -94,11 +94,9 @@ def tools_call(session: Any, request_id: Any, **params: Any) -> Any:
 
 
 def tools_list(session: Any, request_id: Any) -> Any:
-    """A ``tools/list`` request of the session's revision (2026-07-28 requires params)."""
-    t = session.types
-    if session.codec.revision == "2026-07-28":
-        return t.ListToolsRequest(id=request_id, params=t.PaginatedRequestParams())
-    return t.ListToolsRequest(id=request_id)
+    """A ``tools/list`` request of the session's revision (its all-optional params, which
+    2026-07-28 requires, build themselves)."""
+    return session.types.ListToolsRequest(id=request_id)
 
 
 def tools_call_result(session: Any, text: str = "ok") -> Any:

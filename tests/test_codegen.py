@@ -8,20 +8,28 @@ import io
 import json
 import shutil
 import sys
+import typing
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import mcpspec
 from mcpspec.cli import main
 from mcpspec.codegen import generate_all, load_wire_schema
+from mcpspec.codegen.build import build_module
+from mcpspec.codegen.generate import module_filename
 from mcpspec.codegen.patch import ErratumMismatch, apply_errata, normalise_wire_form
+from mcpspec.codegen.render import GENERATED_HEADER, render_module
+from mcpspec.codegen.schema import ERRATA, PINS, Erratum, pin_for
 from mcpspec.codegen.sources import SchemaHashMismatch, SchemaNotFound, read_pinned_schema
-from mcpspec.schema import ERRATA, PINS, Erratum, pin_for
+from mcpspec.runtime import RequestReceived
+from mcpspec.runtime.contract import RESULT_COMPLETE, ProtocolModel, UnionKind, protocol_model
 
 from .conftest import ROOT, SCHEMA_DIR
+from .session_kit import connect, meta_for, only
 
 GENERATED = ROOT / "generated"
 
@@ -50,7 +58,8 @@ def test_generation_is_deterministic_and_matches_the_committed_modules(
     generate_all(tmp_path, SCHEMA_DIR)
     names = sorted(p.name for p in fresh.glob("*.py"))
     assert names == sorted(p.name for p in tmp_path.glob("*.py"))
-    assert len(names) == 6  # five revisions and the package __init__
+    assert len(names) == 6  # five revisions and the list of revisions
+    assert "__init__.py" not in names  # the package root is hand-written
     for name in names:
         assert (fresh / name).read_bytes() == (tmp_path / name).read_bytes(), name
         assert (fresh / name).read_bytes() == (GENERATED / name).read_bytes(), name
@@ -179,9 +188,11 @@ def test_adding_a_revision_from_a_schema_file(
     out = tmp_path / "out"
     args = ["generate", "--out", str(out), "--schema-dir", str(SCHEMA_DIR)]
     assert main([*args, "--revision", "2099-01-01", "--schema", str(source)]) == 0
-    init = (out / "__init__.py").read_text()
-    assert '"2099-01-01",' in init and 'LATEST: Final = "2099-01-01"' in init
-    spec = importlib.util.spec_from_file_location("mcpspec.v2099_01_01", out / "v2099_01_01.py")
+    listing = (out / "_revisions.py").read_text()
+    assert '"2099-01-01",' in listing and 'LATEST: Final = "2099-01-01"' in listing
+    assert '"2099-01-01": ProtocolModel.STATELESS,' in listing
+    name = mcpspec.module_name("2099-01-01")
+    spec = importlib.util.spec_from_file_location(name, out / module_filename("2099-01-01"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)  # msgspec resolves names there
@@ -220,3 +231,110 @@ def test_names_are_stable_across_revisions() -> None:
                 ), (module.REVISION, message.__name__)  # fmt: skip
     handshake = [m for m in modules if m.REVISION != "2026-07-28"]
     assert all(hasattr(m, "InitializeRequestParams") for m in handshake)
+
+
+def _buildable_without_arguments(t: Any) -> bool:
+    try:
+        t()
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("revision", mcpspec.REVISIONS)
+def test_a_request_whose_params_are_all_optional_builds_without_them(revision: str) -> None:
+    module = importlib.import_module(mcpspec.module_name(revision))
+    built = []
+    for table in (module.CLIENT_REQUESTS, module.SERVER_REQUESTS, module.INPUT_REQUESTS):
+        for request_type in table.values():
+            params = next(
+                (f for f in msgspec.inspect.type_info(request_type).fields if f.name == "params"),
+                None,
+            )
+            types = getattr(params, "type", None)
+            members = types.types if isinstance(types, msgspec.inspect.UnionType) else (types,)
+            struct = next((m for m in members if isinstance(m, msgspec.inspect.StructType)), None)
+            if struct is None or not _buildable_without_arguments(struct.cls):
+                continue
+            # Input requests (2026-07-28) sit inside a result: they have no id.
+            has_id = "id" in request_type.__struct_fields__
+            request = request_type(id=1) if has_id else request_type()
+            assert request.params in (msgspec.UNSET, struct.cls()), request
+            encoded = module.codec.encode(request)
+            assert module.codec.decode_as(request_type, encoded) == request
+            built.append(request_type.__name__)
+    assert "ListToolsRequest" in built and len(built) >= 4, built
+    wire = json.loads(module.codec.encode(module.ListToolsRequest(id=1)))
+    if module.PROTOCOL_MODEL is ProtocolModel.STATELESS:
+        # Required params start empty, for the session to fill in their _meta.
+        assert wire == {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {}}}
+    else:
+        assert wire == {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+@pytest.mark.parametrize("revision", mcpspec.REVISIONS)
+def test_a_request_built_without_params_is_what_the_wire_needs(revision: str) -> None:
+    client, server = connect(revision)
+    data = client.send(client.types.ListToolsRequest(id=7))
+    events = server.receive(data)
+    received = only(events, RequestReceived)
+    assert received.request == client.types.ListToolsRequest(id=7, params=received.request.params)
+    if protocol_model(revision) is ProtocolModel.STATELESS:
+        # The session stamped the protocol fields into the params built by default.
+        stamped = json.loads(data)["params"]["_meta"]
+        assert meta_for(client).items() <= stamped.items()
+        assert received.request.params.meta == stamped
+    else:
+        assert "params" not in json.loads(data)
+
+
+def test_generated_modules_declare_the_runtime_contract() -> None:
+    from mcpspec._revisions import PROTOCOL_MODELS
+
+    assert tuple(PROTOCOL_MODELS) == mcpspec.REVISIONS
+    for revision in mcpspec.REVISIONS:
+        module = importlib.import_module(mcpspec.module_name(revision))
+        stateless = "server/discover" in module.CLIENT_REQUESTS
+        model = ProtocolModel.STATELESS if stateless else ProtocolModel.HANDSHAKE
+        assert module.PROTOCOL_MODEL is model is protocol_model(revision)
+        assert module.codec.protocol_model is model
+        # The complete member of each result union: the member tagged "complete".
+        unions = {m: t for m, t in module.RESULTS.items() if typing.get_origin(t) is typing.Union}
+        assert set(module.COMPLETE_RESULTS) == set(unions)
+        for method, complete in module.COMPLETE_RESULTS.items():
+            assert complete in typing.get_args(unions[method])
+            assert complete.__struct_config__.tag == RESULT_COMPLETE
+        assert module.codec.complete_results is module.COMPLETE_RESULTS
+        kinds = {name: kind for name, (_, kind) in module.codec.owned_unions.items()}
+        assert kinds["JSONRPCMessage"] is UnionKind.MESSAGE
+        assert kinds.get("JSONRPCResponse", UnionKind.RESPONSE) is UnionKind.RESPONSE
+        assert kinds["ServerResult"] is UnionKind.KEYED
+    assert [r for r in mcpspec.REVISIONS if protocol_model(r) is ProtocolModel.STATELESS] == [
+        "2026-07-28"
+    ]
+    with pytest.raises(ValueError, match="2024-11-05"):
+        protocol_model("1999-01-01")
+
+
+def test_one_module_name_names_files_and_imports() -> None:
+    assert mcpspec.module_name("2025-11-25") == "mcpspec.v2025_11_25"
+    assert module_filename("2025-11-25") == "v2025_11_25.py"
+    for revision in mcpspec.REVISIONS:
+        assert (GENERATED / module_filename(revision)).is_file()
+    # The package root is hand-written: the generator never writes or compares it.
+    assert not (GENERATED / "__init__.py").read_text().startswith(GENERATED_HEADER)
+    assert (GENERATED / "_revisions.py").read_text().startswith(GENERATED_HEADER)
+
+
+def test_renderings_share_no_state() -> None:
+    """2024-11-05 defines ``Annotated``, so its module imports ``typing.Annotated`` under
+    another name; rendering it first changes nothing in the next module."""
+    old, new = (
+        build_module(revision, load_wire_schema(revision, SCHEMA_DIR)[0])
+        for revision in ("2024-11-05", "2025-11-25")
+    )
+    alone = render_module(new, "0" * 64)
+    first = render_module(old, "0" * 64)
+    assert "Annotated as TypingAnnotated" in first and "TypingAnnotated" not in alone
+    assert render_module(new, "0" * 64) == alone
+    assert render_module(old, "0" * 64) == first

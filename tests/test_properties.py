@@ -75,6 +75,7 @@ from hypothesis import strategies as st
 import mcpspec
 from mcpspec.codegen import load_wire_schema as _load_wire_schema
 from mcpspec.runtime import ErrorCode, ErrorResponse, InvalidMessage, ResultResponse
+from mcpspec.runtime.contract import UnionKind
 
 from .conftest import SCHEMAS_MISSING
 from .schema_strategies import (
@@ -267,9 +268,10 @@ class Case:
 
 
 def owned_strategy(rev: Revision, name: str) -> str | None:
-    for type_id, (owned, strategy) in rev.codec._owned.items():
+    """``keyed`` or ``classified`` for a union the codec decodes itself, else ``None``."""
+    for type_id, (owned, kind) in rev.codec._owned.items():
         if owned == name and id(getattr(rev.module, name)) == type_id:
-            return str(strategy)
+            return "keyed" if kind is UnionKind.KEYED else "classified"
     return None
 
 
@@ -751,6 +753,22 @@ def required_meta_default(d: Disagreement) -> bool:
     return key == "_meta" and f is not None and f.default_factory is dict
 
 
+def required_params_default(d: Disagreement) -> bool:
+    found = _drop_parent(d)
+    if found is None or not isinstance(found[0].selected, mi.StructType):
+        return False
+    step, key = found
+    assert isinstance(step.selected, mi.StructType)
+    f = next((f for f in step.selected.fields if f.encode_name == key), None)
+    return (
+        key == "params"
+        and f is not None
+        and f.default_factory is not msgspec.NODEFAULT
+        and isinstance(f.type, mi.StructType)
+        and isinstance(f.default_factory(), f.type.cls)
+    )
+
+
 _INVALID_VALUE = re.compile(r"Invalid value '(.*)'$", re.DOTALL)
 
 
@@ -874,6 +892,16 @@ LENIENCIES: tuple[Leniency, ...] = (
         "session fills before sending, so a params object without _meta decodes as _meta "
         "{}. Whether the protocol fields are present is the stateless runtime's check.",
         required_meta_default,
+    ),
+    Leniency(
+        "required-params-default",
+        "accepts",
+        "In 2026-07-28 a request's params are required (for their _meta) though every "
+        "field of them may be left out; the field defaults to params with every field "
+        "left out, so ListToolsRequest(id=1) builds as in the other revisions, and a "
+        "request without params decodes as params {} (then _meta {}, as the row above). "
+        "Whether the protocol fields are present is the stateless runtime's check.",
+        required_params_default,
     ),
     Leniency(
         "lone-tag",
@@ -1247,6 +1275,13 @@ LENIENCY_CASES: dict[str, tuple[str, str, str | None, JSON, str | None]] = {
         None,
         {"_meta": _META_2026},
         "drop required $._meta",
+    ),
+    "required-params-default": (
+        "2026-07-28",
+        "ListToolsRequest",
+        None,
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": _META_2026}},
+        "drop required $.params",
     ),
     "lone-tag": (
         "2025-11-25",

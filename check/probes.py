@@ -16,6 +16,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
+from mcpspec.runtime.contract import RESULT_INPUT_REQUIRED
 from mcpspec.runtime.errors import clip, show
 
 from .conversation import Conversation, Reply
@@ -369,7 +370,7 @@ async def _call_tools(conv: Conversation, tools: list[dict[str, Any]] | None) ->
         elif reply.kind == "error":
             counts["error"] += 1
         elif reply.kind == "result":
-            if getattr(type(reply.value), "result_type", None) == "input_required":
+            if getattr(type(reply.value), "result_type", None) == RESULT_INPUT_REQUIRED:
                 counts["input"] += 1  # asks for input: the retry is not followed
                 continue
             counts["result"] += 1

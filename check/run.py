@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import mcpspec
 from mcpspec.runtime import ClientSession, Limits
+from mcpspec.runtime.negotiation import is_stateless
 
 from . import probes
 from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
@@ -38,7 +39,6 @@ __all__ = ["Listener", "Options", "check_server"]
 #: Called with a status line (what the run is doing) and the finding just made, if any.
 Listener = Callable[[str, Finding | None], None]
 
-STATELESS: Final = "2026-07-28"
 #: A version no revision has, and a real one older than every revision (a pre-release
 #: some servers still speak: echoing it is allowed, the checker cannot speak it though).
 UNKNOWN_VERSION: Final = "1999-01-01"
@@ -72,11 +72,11 @@ async def check_server(target: Target, options: Options | None = None) -> Report
         section = RevisionReport(revision)
         report.revisions.append(section)
         _status(options, f"{revision}: connecting")
-        if revision == STATELESS:
+        if is_stateless(revision):
             await _stateless(target, section, options)
         else:
             await _handshake(target, section, options)
-    spoken = [r.revision for r in report.revisions if r.accepted and r.revision != STATELESS]
+    spoken = [r.revision for r in report.revisions if r.accepted and not is_stateless(r.revision)]
     if spoken:
         section = RevisionReport("negotiation")
         report.revisions.append(section)
@@ -227,14 +227,16 @@ async def _stateless(target: Target, section: RevisionReport, options: Options) 
         reply = await conv.start()
         result = reply.value if reply.kind == "result" else None
         versions = getattr(result, "supported_versions", None) or ()
-        if STATELESS not in versions:
+        if section.revision not in versions:
             section.accepted = False
             section.stopped = f"server/discover: {_outcome(reply)}" + (
                 f" (supports {list(versions)})" if versions else ""
             )
             return
         section.accepted = True
-        conv.passed("protocol.negotiation", reply.where, f"server/discover lists {STATELESS}")
+        conv.passed(
+            "protocol.negotiation", reply.where, f"server/discover lists {section.revision}"
+        )
         await _unsupported_version(conv)
         await _steps(conv, options, _common(options))
         _clean_bills(conv)
@@ -250,14 +252,15 @@ async def _unsupported_version(conv: Conversation) -> None:
     data = error.get("data")
     supported = data.get("supported") if isinstance(data, dict) else None
     where = reply.where or "server/discover"
-    if error.get("code") == -32022 and isinstance(supported, list) and STATELESS in supported:
+    revision = conv.report.revision
+    if error.get("code") == -32022 and isinstance(supported, list) and revision in supported:
         conv.passed("protocol.negotiation", where, "unsupported version: -32022 with supported")
     else:
         conv.problem(
             "protocol.negotiation",
             where,
             f"a request with protocol version {UNKNOWN_VERSION} must get -32022 whose "
-            f"data.supported lists {STATELESS}; got {probes.said(reply)}",
+            f"data.supported lists {revision}; got {probes.said(reply)}",
         )
 
 
@@ -332,5 +335,5 @@ def _clean_bills(conv: Conversation) -> None:
         if check == "protocol.progress":
             why = f"{progress} progress notifications"
         section.add(Finding(check, Outcome.PASSED, "", why, section.revision))
-    if section.revision == STATELESS and "protocol.result-type" not in filed:
+    if is_stateless(section.revision) and "protocol.result-type" not in filed:
         section.add(Finding("protocol.result-type", Outcome.PASSED, "", "", section.revision))

@@ -81,6 +81,7 @@ from mcpspec.runtime import (
     ServerSession,
     SessionReady,
 )
+from mcpspec.runtime.negotiation import HANDSHAKE_REVISIONS, is_stateless
 
 from .findings import Finding, Outcome, Report, RevisionReport, broken
 from .rules import CHECK_OF_RULE
@@ -414,7 +415,7 @@ class _Replay:
         self.report = report
         revision = recording.revision
         self.revision = revision
-        stateless = revision >= "2026-07-28"
+        stateless = is_stateless(revision)
         # The client accepts whatever handshake answer the recorded server gave; the
         # server speaks exactly the recorded revision, as the recorded server did.
         self.client = ClientSession(mode=revision) if stateless else ClientSession(mode="legacy")
@@ -540,13 +541,13 @@ class _Replay:
         session.send(stand_in)
 
     def _decode_request(self, session: Any, body: dict[str, Any], data: bytes) -> Any:
-        if body.get("method") != "initialize" or self.revision >= "2026-07-28":
+        if body.get("method") != "initialize" or is_stateless(self.revision):
             return session.codec.decode(data)
         # An initialize is a value of the revision it offers; an offer this package does
         # not know is taken as the negotiated revision's (the server answered with it).
         params = body.get("params")
         offered = params.get("protocolVersion") if isinstance(params, dict) else None
-        if offered in mcpspec.REVISIONS and offered < "2026-07-28":
+        if offered in HANDSHAKE_REVISIONS:
             return mcpspec.codec(offered).decode(data)
         message: Any = mcpspec.codec(self.revision).decode(data)
         return msgspec.structs.replace(
@@ -636,7 +637,7 @@ class _Replay:
         return found[at] if at < len(found) else None
 
     def finish(self) -> None:
-        negotiated = self.ready == self.revision or self.revision >= "2026-07-28"
+        negotiated = self.ready == self.revision or is_stateless(self.revision)
         self.report.accepted = negotiated and not self.failed_negotiation
         if self.failed_negotiation:
             # The recorded peers would have hung up: what follows is not judged.
@@ -713,7 +714,7 @@ def validate_recording(recording: Recording) -> RevisionReport:
     report = RevisionReport(recording.revision, source=recording.path)
     for finding in recording.unreadable:
         report.add(finding)
-    if recording.revision < "2026-07-28" and not any(
+    if not is_stateless(recording.revision) and not any(
         b"initialize" in e.data and _is_initialize(e.data) for e in recording.entries
     ):
         report.accepted = False

@@ -21,6 +21,7 @@ from msgspec import UNSET, Raw
 from .capabilities import as_json
 from .checks import cancel_problem, log_problem
 from .codec import DECODE_FAILURES
+from .contract import RESULT_INPUT_REQUIRED
 from .core import Sendable, error_object, revision_of
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
@@ -568,7 +569,10 @@ class ClientSession(Inbound, Outbound):
     # -- receiving ---------------------------------------------------------------------------
 
     def _check_result(self, record: OutgoingRequest, result: Any) -> ProtocolViolation | None:
-        if not self._stateless or getattr(type(result), "result_type", None) != "input_required":
+        if (
+            not self._stateless
+            or getattr(type(result), "result_type", None) != RESULT_INPUT_REQUIRED
+        ):
             return None
         problem = input_required_problem(result, record.capabilities, self._own_defined)
         if problem is None:

@@ -31,6 +31,7 @@ from .capabilities import (
     defined_capabilities,
 )
 from .codec import DECODE_FAILURES, MAX_BATCH_MEMBERS, Codec, envelope_decoder
+from .contract import RESULT_INPUT_REQUIRED
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
@@ -154,7 +155,8 @@ def _revision(revision: str) -> _Revision:
         method
         for method, result_type in codec.results.items()
         if any(
-            getattr(c, "result_type", None) == "input_required" for c in result_classes(result_type)
+            getattr(c, "result_type", None) == RESULT_INPUT_REQUIRED
+            for c in result_classes(result_type)
         )
     )
     return _Revision(

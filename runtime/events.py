@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from .contract import RESULT_INPUT_REQUIRED
 from .envelope import ErrorObject, ErrorResponse, RequestId
 from .rules import Rule
 
@@ -116,7 +117,7 @@ class ResponseReceived(Event, frozen=True):
     @property
     def input_required(self) -> bool:
         """True when the result is a 2026-07-28 ``InputRequiredResult``."""
-        return getattr(type(self.result), "result_type", None) == "input_required"
+        return getattr(type(self.result), "result_type", None) == RESULT_INPUT_REQUIRED
 
 
 class ErrorReceived(Event, kw_only=True, frozen=True):

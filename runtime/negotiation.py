@@ -22,6 +22,8 @@ import msgspec
 
 from mcpspec import REVISIONS
 
+from .contract import ProtocolModel, protocol_model
+
 __all__ = [
     "HANDSHAKE_REVISIONS",
     "META_CLIENT_CAPABILITIES",
@@ -40,9 +42,13 @@ __all__ = [
 ]
 
 #: Revisions negotiated once, by ``initialize``.
-HANDSHAKE_REVISIONS: Final = tuple(r for r in REVISIONS if r < "2026-07-28")
+HANDSHAKE_REVISIONS: Final = tuple(
+    r for r in REVISIONS if protocol_model(r) is ProtocolModel.HANDSHAKE
+)
 #: Revisions negotiated per request (no ``initialize``).
-STATELESS_REVISIONS: Final = tuple(r for r in REVISIONS if r >= "2026-07-28")
+STATELESS_REVISIONS: Final = tuple(
+    r for r in REVISIONS if protocol_model(r) is ProtocolModel.STATELESS
+)
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"

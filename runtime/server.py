@@ -22,6 +22,7 @@ from mcpspec import module_name
 from .capabilities import as_json
 from .checks import cancel_problem, log_problem, misuse
 from .codec import DECODE_FAILURES
+from .contract import RESULT_INPUT_REQUIRED
 from .core import error_object
 from .envelope import ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage, clip
@@ -376,7 +377,7 @@ class ServerSession(Inbound, Outbound):
             return response
         if method == "server/discover":
             self._set_own_caps(as_json(result.capabilities))
-        elif getattr(type(result), "result_type", None) == "input_required":
+        elif getattr(type(result), "result_type", None) == RESULT_INPUT_REQUIRED:
             problem = input_required_problem(result, record.capabilities, self._peer_defined)
             if problem is not None:
                 error = (

@@ -130,7 +130,12 @@ class SchemaLowering:
             return Type("prim", "None")
         if kind == "array":
             items = node.get("items", {})
-            return Type("list", args=(self.type_of(items, owner, prop + "Item"),))
+            return Type(
+                "list",
+                args=(self.type_of(items, owner, prop + "Item"),),
+                min_items=node.get("minItems"),
+                max_items=node.get("maxItems"),
+            )
         if kind == "object" or "properties" in node:
             if prop in OPEN_PROPERTIES or self.is_open_object(node):
                 addl = node.get("additionalProperties")

@@ -43,7 +43,7 @@ UnionStrategy = Literal["tagged", "plain", "merged", "keyed", "classified", "any
 class Type:
     """A type expression. ``name`` is a primitive (``str``, ``int``, ``float``, ``bool``,
     ``None``) or a definition name; ``args`` are element types; ``values`` literal values;
-    ``ge``/``le`` numeric bounds."""
+    ``ge``/``le`` numeric bounds; ``min_items``/``max_items`` array bounds."""
 
     kind: TypeKind
     name: str = ""
@@ -51,6 +51,8 @@ class Type:
     values: tuple[str | int | bool, ...] = ()
     ge: int | float | None = None
     le: int | float | None = None
+    min_items: int | None = None
+    max_items: int | None = None
 
 
 ANY = Type("any")

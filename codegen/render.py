@@ -86,7 +86,13 @@ class _Spelling:
         return f"from {module} import {', '.join(parts)}"
 
     def _bounded(self, base: str, t: Type) -> str:
-        bounds = ", ".join(f"{k}={v!r}" for k, v in (("ge", t.ge), ("le", t.le)) if v is not None)
+        limits = (
+            ("ge", t.ge),
+            ("le", t.le),
+            ("min_length", t.min_items),
+            ("max_length", t.max_items),
+        )
+        bounds = ", ".join(f"{k}={v!r}" for k, v in limits if v is not None)
         return f"{self.Annotated}[{base}, {self.Meta}({bounds})]" if bounds else base
 
     def type_expr(self, t: Type) -> str:
@@ -96,7 +102,7 @@ class _Spelling:
         if t.kind == "ref":
             return t.name
         if t.kind == "list":
-            return f"list[{self.type_expr(t.args[0])}]"
+            return self._bounded(f"list[{self.type_expr(t.args[0])}]", t)
         if t.kind == "dict":
             return f"dict[{self.type_expr(t.args[0])}, {self.type_expr(t.args[1])}]"
         if t.kind == "union":

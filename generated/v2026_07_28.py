@@ -552,7 +552,7 @@ class CompleteResultCompletion(msgspec.Struct, kw_only=True):
     total: int | UnsetType = UNSET
 
     #: An array of completion values. Must not exceed 100 items.
-    values: list[str]
+    values: Annotated[list[str], Meta(max_length=100)]
 
 
 class CompleteResultResponse(msgspec.Struct, kw_only=True):

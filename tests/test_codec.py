@@ -463,3 +463,18 @@ def test_legacy_result_without_result_type_in_one_pass() -> None:
         b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', "tools/call"
     )
     assert isinstance(response.result, rev.CallToolResult)
+
+
+def test_completion_values_are_bounded_as_the_schema_says() -> None:
+    """2026-07-28 bounds ``completion.values`` with ``maxItems: 100``."""
+    codec = mcpspec.codec("2026-07-28")
+
+    def result(count: int) -> bytes:
+        values = ",".join(f'"v{i}"' for i in range(count))
+        body = f'{{"resultType": "complete", "completion": {{"values": [{values}]}}}}'
+        return body.encode()
+
+    assert len(codec.decode_result("completion/complete", result(100)).completion.values) == 100
+    with pytest.raises(InvalidMessage) as refused:
+        codec.decode_result("completion/complete", result(101))
+    assert refused.value.path == "$.result.completion.values"

@@ -5,12 +5,22 @@ why) or ``None``. The sessions use the same check on both paths: on ``send`` a p
 raises the local-misuse error of its rule (:func:`misuse`), on ``receive`` it becomes a
 :class:`~mcpspec.runtime.events.ProtocolViolation`. The checks of the stateless
 revision's ``_meta`` and subscriptions work the same way (:mod:`.stateless`).
+
+Rules of a single message (what a request or notification of some method may hold) are
+:class:`MessageRule` values in :data:`MESSAGE_RULES`, by method: a session applies the
+rules of a method on ``send`` (raising) and on ``receive`` (reporting, and answering a
+request with the rule's error), in the protocol models and for the senders each rule
+names. :func:`register` adds one; a session reads the table when it is built and when
+its revision changes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
+from .contract import ProtocolModel
 from .errors import show
 from .misuse import (
     LimitError,
@@ -21,23 +31,29 @@ from .misuse import (
 )
 from .progress import Tokens
 from .rules import Problem, Rule
+from .state import Role
 from .stateless import LISTEN
 
 __all__ = [
+    "MESSAGE_RULES",
+    "MessageRule",
     "Problem",
     "cancel_problem",
+    "first_problem",
     "log_problem",
     "misuse",
+    "register",
+    "rules_for",
     "token_problem",
+    "unregister",
 ]
 
 #: Where a request's progress token is.
 TOKEN_PATH: Final = "$.params._meta.progressToken"
 
 
-#: The local-misuse error each rule raises on ``send`` (others: LocalProtocolError).
+#: The local-misuse error each rule raises on ``send`` (others: the caller's default).
 _MISUSE: Final[dict[Rule, type[LocalProtocolError]]] = {
-    Rule.INVALID_PARAMS: ProgressError,
     Rule.PROGRESS_TOKEN_IN_USE: ProgressError,
     Rule.LIMIT_EXCEEDED: LimitError,
     Rule.CANCEL_INITIALIZE: StateError,
@@ -46,9 +62,68 @@ _MISUSE: Final[dict[Rule, type[LocalProtocolError]]] = {
 }
 
 
-def misuse(problem: Problem) -> LocalProtocolError:
-    """The exception ``send`` raises for ``problem``."""
-    return _MISUSE.get(problem.rule, LocalProtocolError)(problem.rule, problem.reason)
+def misuse(
+    problem: Problem, default: type[LocalProtocolError] = LocalProtocolError
+) -> LocalProtocolError:
+    """The exception ``send`` raises for ``problem`` (``default`` for a rule that has no
+    error class of its own)."""
+    return _MISUSE.get(problem.rule, default)(problem.rule, problem.reason)
+
+
+# -- rules of one message ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class MessageRule:
+    """A rule of the requests or notifications of ``methods``: ``check`` gets the typed
+    message and returns the :class:`Problem` or ``None``. ``senders``: whose messages it
+    judges (both sides' unless given); ``models``: the protocol models it holds in (both
+    unless given); ``error``: what ``send`` raises for it."""
+
+    rule: Rule
+    methods: frozenset[str]
+    check: Callable[[Any], Problem | None]
+    senders: frozenset[Role] = frozenset(Role)
+    models: frozenset[ProtocolModel] = frozenset(ProtocolModel)
+    error: type[LocalProtocolError] = LocalProtocolError
+
+
+#: The message rules, by method.
+MESSAGE_RULES: Final[dict[str, tuple[MessageRule, ...]]] = {}
+
+
+def register(rule: MessageRule) -> None:
+    """Add ``rule`` to :data:`MESSAGE_RULES` (sessions built from now on enforce it)."""
+    for method in rule.methods:
+        MESSAGE_RULES[method] = (*MESSAGE_RULES.get(method, ()), rule)
+
+
+def unregister(rule: MessageRule) -> None:
+    """Remove ``rule`` from :data:`MESSAGE_RULES`."""
+    for method in rule.methods:
+        kept = tuple(r for r in MESSAGE_RULES.get(method, ()) if r is not rule)
+        if kept:
+            MESSAGE_RULES[method] = kept
+        else:
+            MESSAGE_RULES.pop(method, None)
+
+
+def rules_for(method: str, sender: Role, model: ProtocolModel) -> tuple[MessageRule, ...]:
+    """The rules of ``method`` for messages of ``sender`` in ``model``."""
+    return tuple(
+        r for r in MESSAGE_RULES.get(method, ()) if sender in r.senders and model in r.models
+    )
+
+
+def first_problem(
+    rules: tuple[MessageRule, ...], message: Any
+) -> tuple[MessageRule, Problem] | None:
+    """The first rule ``message`` breaks, with its problem."""
+    for rule in rules:
+        problem = rule.check(message)
+        if problem is not None:
+            return rule, problem
+    return None
 
 
 def token_problem(token: Any, tokens: Tokens) -> Problem | None:

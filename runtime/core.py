@@ -30,8 +30,9 @@ from .capabilities import (
     as_json,
     defined_capabilities,
 )
+from .checks import MESSAGE_RULES, MessageRule, rules_for
 from .codec import DECODE_FAILURES, MAX_BATCH_MEMBERS, Codec, envelope_decoder
-from .contract import RESULT_INPUT_REQUIRED
+from .contract import RESULT_INPUT_REQUIRED, ProtocolModel
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
@@ -134,6 +135,13 @@ def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
     if envelope.id is UNSET:
         return False, None, method
     return True, envelope.id if is_id(envelope.id) else None, method
+
+
+def _rule_table(sender: Role, model: ProtocolModel) -> dict[str, tuple[MessageRule, ...]]:
+    """The message rules of ``sender``'s messages in ``model``, by method (only methods
+    that have some)."""
+    table = {method: rules_for(method, sender, model) for method in MESSAGE_RULES}
+    return {method: rules for method, rules in table.items() if rules}
 
 
 class _Revision(NamedTuple):
@@ -249,6 +257,11 @@ class SessionCore:
             self._own_defined, self._peer_defined = facts.client_defined, facts.server_defined
         #: A server in the stateless model checks every request's _meta.
         self._per_request_meta = self._stateless and self._role is Role.SERVER
+        #: The message rules of this side's messages and of the peer's, by method.
+        model = codec.protocol_model
+        peer = Role.CLIENT if self._role is Role.SERVER else Role.SERVER
+        self._own_rules = _rule_table(self._role, model)
+        self._peer_rules = _rule_table(peer, model)
         self._set_own_caps(self._own_caps)
 
     def _set_own_caps(self, capabilities: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from .capabilities import MODE_DEPENDENT, Path
-from .checks import cancel_problem, token_problem
+from .checks import MessageRule, cancel_problem, first_problem, token_problem
 from .core import SessionCore, what_it_is
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import InvalidMessage, show
@@ -129,7 +129,31 @@ class Inbound(SessionCore):
                 self._refused[cls] = path
                 if not self._per_request_meta:  # else checked after the request's _meta
                     handlers[cls] = self._refuse_capability
+        for method, rules in self._peer_rules.items():
+            if method in peer_requests:
+                cls = codec.requests[method]
+                handlers[cls] = self._ruled(handlers[cls], rules, request=True)
+            elif method in self._peer_notifications:
+                cls = codec.notifications[method]
+                handlers[cls] = self._ruled(handlers[cls], rules, request=False)
         self._handlers = handlers
+
+    def _ruled(self, handler: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
+        """``handler`` behind the message rules of its method (:mod:`.checks`): a request
+        that breaks one is refused with the rule's error, a notification reported."""
+
+        def ruled(message: Any, *args: Any) -> list[Event]:
+            broken = first_problem(rules, message)
+            if broken is None:
+                return handler(message, *args)
+            problem = broken[1]
+            if not request:
+                return [self._reported(problem, method=message.method)]
+            if message.id in self._incoming:
+                return [self._duplicate(message)]
+            return [self._refuse(message, problem.rule, problem.reason, problem.path)]
+
+        return ruled
 
     def _notification_handlers(self) -> dict[str, Handler]:
         """Handlers of the notifications that do more than become an event, by method."""

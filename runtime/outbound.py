@@ -18,7 +18,7 @@ import msgspec
 from msgspec import UNSET
 
 from .capabilities import as_json, has_capability, required_capability
-from .checks import cancel_problem, misuse, token_problem
+from .checks import cancel_problem, first_problem, misuse, token_problem
 from .core import Sendable, SessionCore, params_meta
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
@@ -102,6 +102,11 @@ class Outbound(SessionCore):
                 f"{cls.__module__}.{cls.__name__} is not a type of revision "
                 f"{self._codec.revision} (use session.types)",
             )
+        rules = self._own_rules.get(method)
+        if rules is not None:
+            broken = first_problem(rules, message)
+            if broken is not None:
+                raise misuse(broken[1], broken[0].error)
         if hasattr(message, "id"):
             return self._send_request(message, method, progress_token)
         if progress_token is not None:
@@ -206,7 +211,7 @@ class Outbound(SessionCore):
         if token is not None:
             problem = token_problem(token, self._expected)
             if problem is not None:
-                raise misuse(problem)
+                raise misuse(problem, ProgressError)
         data = self._codec.encode(message)
         task = getattr(params, "task", UNSET) is not UNSET and method in self._codec.task_results
         self._outgoing[request_id] = OutgoingRequest(

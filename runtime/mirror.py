@@ -484,7 +484,15 @@ _ABSENT: Final = object()
 def _value(raw: msgspec.Raw, where: str) -> Any:
     """The JSON value ``raw`` (a value the body decoder already read): a string, number,
     boolean, ``None``, or a dict or list of unparsed members."""
+    data = bytes(raw)
+    if data[:1] == b'"' and data.isascii() and _BACKSLASH not in data:
+        # A string without escapes (the usual name or version): its ASCII is its text.
+        return data[1:-1].decode("ascii")
     return _decode(_VALUE, raw, where)
+
+
+_BACKSLASH: Final = ord("\\")
+_VERSION_WHERE: Final = f"params._meta[{META_PROTOCOL_VERSION!r}]"
 
 
 class _Message:
@@ -497,6 +505,8 @@ class _Message:
         self.method: str = parsed.method
         self.is_request = bool(parsed.id)
         self.params = parsed.params if parsed.params is not None else _Params()
+        #: ``params.name`` once read (``None``: not yet).
+        self._name: Any = None
 
     def version(self) -> Any:
         """``params._meta["io.modelcontextprotocol/protocolVersion"]``: a JSON scalar,
@@ -504,12 +514,18 @@ class _Message:
         meta = self.params.meta
         if meta is None or not meta.version:
             return _ABSENT
-        return _value(meta.version, f"params._meta[{META_PROTOCOL_VERSION!r}]")
+        return _value(meta.version, _VERSION_WHERE)
 
     def name(self, member: str) -> Any:
         """``params.<member>``: a JSON value, or ``_ABSENT`` when absent or ``null``."""
-        raw = self.params.name if member == "name" else self.params.uri
-        value = _value(raw, f"params.{member}") if raw else None
+        if member == "name":
+            if self._name is None:
+                raw = self.params.name
+                value = _value(raw, "params.name") if raw else None
+                self._name = _ABSENT if value is None else value
+            return self._name
+        raw = self.params.uri
+        value = _value(raw, "params.uri") if raw else None
         return _ABSENT if value is None else value
 
     def arguments(self, params: Sequence[ParamHeader]) -> list[Any]:
@@ -753,7 +769,10 @@ def _mismatch(
     if message.method != "tools/call" or not message.is_request:
         return None
     name = message.name("name")
-    return _param_mismatch(headers, message, params_of(name)) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    params = params_of(name)
+    return _param_mismatch(headers, message, params) if params else None
 
 
 def mismatch_error(reason: str) -> ErrorObject:

@@ -12,7 +12,7 @@ import anyio
 import msgspec
 import pytest
 
-from mcpspec.runtime import ClientSession, ProtocolViolation, Rule
+from mcpspec.runtime import ClientSession, ProtocolViolation, RequestReceived, Rule, ServerSession
 from mcpspec.runtime.connection import (
     ConnectionClosed,
     MemoryMessageStream,
@@ -272,3 +272,58 @@ async def test_open_raises_connection_closed_when_the_stream_ends_first() -> Non
             await client.wait_closed()
             assert client.closed and client.ready is None
     assert len(outcome) == 1
+
+
+@asynccontextmanager
+async def stateless_server_peer() -> AsyncIterator[
+    tuple[Peer[ServerSession], ClientSession, MemoryMessageStream]
+]:
+    """A 2026-07-28 server peer whose handler answers every request at once, the client
+    session that writes its requests, and the client's end of the stream."""
+
+    async def answer(event: RequestReceived) -> Any:
+        return session.types.CallToolResult(content=[])
+
+    session = ServerSession(capabilities={"tools": {}})
+    server_end, client_end = memory_pair()
+    with anyio.fail_after(HANG_GUARD):
+        async with Peer(session, server_end, request_handler=answer) as peer:
+            yield peer, ClientSession(mode="2026-07-28"), client_end
+
+
+def _tool_call(client: ClientSession) -> bytes:
+    t = client.types
+    request = t.CallToolRequest(
+        id=client.next_id(), params=t.CallToolRequestParams(name="echo", arguments={})
+    )
+    return client.send(request)
+
+
+async def test_feed_request_hands_back_an_answer_that_is_the_next_write() -> None:
+    async with stateless_server_peer() as (peer, client, _):
+        data = _tool_call(client)
+        events, answer = await peer.feed_request(data)
+        assert [type(e).__name__ for e in events][-1] == "RequestReceived"
+        assert answer is not None and answer.error_code is None
+        [event] = client.receive(answer.data)  # the caller writes it: nothing else did
+        assert type(event).__name__ == "ResponseReceived"
+        assert client.outstanding == frozenset()
+
+
+async def test_feed_request_writes_the_answer_itself_while_another_write_is_under_way() -> None:
+    async with stateless_server_peer() as (peer, client, client_end):
+        data = _tool_call(client)
+        outcome: list[Any] = []
+
+        async def feed() -> None:
+            outcome.append(await peer.feed_request(data))
+
+        # Another write holds the stream while the request is fed.
+        async with anyio.create_task_group() as task_group, peer._write_lock:
+            task_group.start_soon(feed)
+            await anyio.wait_all_tasks_blocked()
+            assert outcome == []  # the handler's answer waits for the stream
+        [(_, answer)] = outcome
+        assert answer is None  # written in turn, not handed back
+        [event] = client.receive(await client_end.receive())
+        assert type(event).__name__ == "ResponseReceived"

@@ -22,7 +22,9 @@ session leaves out:
   -32601. The peer's ``notifications/cancelled`` cancels the handler's task.
 
 Every write goes through one lock, in the order the session produced it, and is
-shielded from cancellation, so a message is never cut in half on the wire.
+shielded from cancellation, so a message is never cut in half on the wire. (An HTTP
+POST holding one request may take its answer back instead, when nothing else is being
+written: :meth:`Peer.feed_request`.)
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import anyio
 import anyio.abc
@@ -116,11 +119,46 @@ class _ResponseId(msgspec.Struct):
 _RESPONSE_ID = msgspec.json.Decoder(_ResponseId)
 
 
+#: The class of anyio's cancel scopes on the asyncio loop last asked about (weakly).
+_scope_class: tuple[weakref.ref[asyncio.AbstractEventLoop], type[anyio.CancelScope]] | None = None
+
+
+def new_cancel_scope(loop: asyncio.AbstractEventLoop | None) -> anyio.CancelScope:
+    """``anyio.CancelScope()``; on the asyncio loop ``loop`` (the one running, from
+    ``running_asyncio_loop``), made by its class directly: ``anyio.CancelScope()``
+    asks which library runs on every call, which costs more than entering the scope."""
+    global _scope_class
+    if loop is None:
+        return anyio.CancelScope()
+    known = _scope_class
+    if known is not None and known[0]() is loop:
+        return known[1]()
+    scope = anyio.CancelScope()
+    _scope_class = (weakref.ref(loop), type(scope))
+    return scope
+
+
 async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
     """Call a callback that may be a plain function or a coroutine function."""
     outcome = callback(arg)
     if inspect.isawaitable(outcome):
         await outcome
+
+
+class HandedBack(NamedTuple):
+    """An answer :meth:`Peer.feed_request` hands back: its bytes, and the code of its
+    error (``None`` for a result)."""
+
+    data: bytes
+    error_code: int | None
+
+    @classmethod
+    def of(cls, data: bytes, answer: ResultResponse | ErrorResponse) -> HandedBack | None:
+        """``answer`` as the session wrote it (``data``); ``None`` when nothing was."""
+        if not data:
+            return None
+        code = answer.error.code if isinstance(answer, ErrorResponse) else None
+        return cls(data, code if isinstance(code, int) else None)
 
 
 class _Waiter:
@@ -190,7 +228,7 @@ class Peer(Generic[S]):
         #: On asyncio, the loop the handlers of the peer's requests run on as plain tasks
         #: (see :meth:`_start_handler`); ``None`` elsewhere (they are the group's tasks).
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._handler_tasks: set[asyncio.Task[None]] = set()
+        self._handler_tasks: set[asyncio.Task[Any]] = set()
         #: What a handler's task failed with (a bug: handlers' own errors are answers).
         self._handler_failure: Exception | None = None
         self._ready: SessionReady | None = None
@@ -467,14 +505,52 @@ class Peer(Generic[S]):
         except Exception:  # a bug in the session: keep the connection
             logger.exception("the session failed to read a message")
             return []
+        if inline:
+            await self._take_events(events, data, scope)
+        else:
+            for event in events:
+                await self._on_event(event, data)
+        return events
+
+    async def feed_request(
+        self, data: bytes, scope: anyio.CancelScope | None = None
+    ) -> tuple[list[Event], HandedBack | None]:
+        """:meth:`feed` with ``inline`` of a body that holds one request, whose answer is
+        handed back instead of written when it is the next write: nothing is being
+        written then and the handler (in ``scope``) was not cancelled. The caller must
+        then write those bytes (where the stream would) before it waits for anything,
+        so that the writes keep the session's order. Returns the session's events and
+        the answer (``None`` when it was written, or there is none); any other body is
+        fed as :meth:`feed` feeds it."""
+        try:
+            events = self.session.receive(data)
+        except Exception:  # a bug in the session: keep the connection
+            logger.exception("the session failed to read a message")
+            return [], None
+        request = events[-1] if events else None
+        # One request, after the SessionReady of a 2026-07-28 request at most.
+        if not isinstance(request, RequestReceived) or (
+            len(events) > 1 and (len(events) > 2 or not isinstance(events[0], SessionReady))
+        ):
+            await self._take_events(events, data, scope)
+            return events, None
+        if len(events) > 1:
+            await self._on_event(events[0], data)
+        handling = scope if scope is not None else new_cancel_scope(self._loop)
+        self._handling[request.request_id] = handling
+        return events, await self._handle(request, handling, hand_back=True)
+
+    async def _take_events(
+        self, events: list[Event], data: bytes, scope: anyio.CancelScope | None
+    ) -> None:
+        """Act on the events of a message fed with ``inline``."""
         for event in events:
-            if inline and isinstance(event, RequestReceived):
-                handling = scope if scope is not None else anyio.CancelScope()
+            if isinstance(event, RequestReceived):
+                handling = scope if scope is not None else new_cancel_scope(self._loop)
                 self._handling[event.request_id] = handling
                 await self._handle(event, handling)
             else:
                 await self._on_event(event, data)
-        return events
 
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
@@ -635,7 +711,7 @@ class Peer(Generic[S]):
         return self._handling.get(request_id)
 
     def _start_handler(self, event: RequestReceived) -> None:
-        scope = anyio.CancelScope()
+        scope = new_cancel_scope(self._loop)
         self._handling[event.request_id] = scope
         task_group = self._task_group
         assert task_group is not None
@@ -652,13 +728,23 @@ class Peer(Generic[S]):
         task = loop.create_task(self._handle(event, scope))
         self._handler_tasks.add(task)
 
-    async def _handle(self, event: RequestReceived, scope: anyio.CancelScope) -> None:
+    async def _handle(
+        self, event: RequestReceived, scope: anyio.CancelScope, *, hand_back: bool = False
+    ) -> HandedBack | None:
+        """Answer one of the peer's requests in ``scope``; with ``hand_back``, return the
+        answer instead of writing it when it is the next write (see
+        :meth:`feed_request`)."""
         request_id = event.request_id
         try:
             with scope:
                 answer = await self._answer_for(event)
-                if answer is not None:
-                    await self._send_answer(event, answer)
+                if answer is None:
+                    return None
+                if hand_back and not (
+                    self._closed or scope.cancel_called or self._write_lock.locked()
+                ):
+                    return self._encode_answer(event, answer)
+                await self._send_answer(event, answer)
         except Exception as exc:
             if self._loop is None:
                 raise
@@ -673,6 +759,7 @@ class Peer(Generic[S]):
             handled, self._handled = self._handled, None
             if handled is not None:
                 handled.set()
+        return None
 
     def _fail_from_handler(self, exc: Exception) -> None:
         """A handler's plain task failed: end the connection's task group with it."""
@@ -709,6 +796,25 @@ class Peer(Generic[S]):
             logger.exception("the handler of %s (id %r) failed", event.method, request_id)
             return _internal_error(request_id, exc)
         return ResultResponse(id=request_id, result=result)
+
+    def _encode_answer(
+        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
+    ) -> HandedBack | None:
+        """What :meth:`_send_answer` would write (``None``: nothing to write)."""
+        try:
+            return HandedBack.of(self.session.send(answer), answer)
+        except LocalProtocolError as exc:
+            logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)
+            if answer.id is None or answer.id is UNSET:
+                return None
+            try:
+                failure = _internal_error(answer.id, exc)
+                return HandedBack.of(self.session.send(failure), failure)
+            except LocalProtocolError as refused:
+                logger.error(
+                    "an answer to id %r was refused by the session: %s", answer.id, refused
+                )
+                return None
 
     async def _send_answer(
         self, event: RequestReceived, answer: ResultResponse | ErrorResponse

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
@@ -104,6 +104,11 @@ class HttpApp:
         self._starting: anyio.Event | None = None
         #: The task keeping the task group when no lifespan opened it (asyncio).
         self._background: Any = None
+        self._endpoint = settings.path.rstrip("/")
+        #: The (Host, Origin) and (Content-Type, Accept) pairs that passed their checks
+        #: already: a client sends the same ones on every request (bounded).
+        self._passed_hosts: set[tuple[str | None, str | None]] = set()
+        self._passed_media: set[tuple[str | None, str | None]] = set()
         self._legacy: Any = None
         if settings.legacy_sse:
             from .legacy import LegacySse
@@ -170,8 +175,7 @@ class HttpApp:
         if kind != "http":
             return
         path = route_path(scope)
-        settings = self.settings
-        if path.rstrip("/") != settings.path.rstrip("/") or not path:
+        if path.rstrip("/") != self._endpoint or not path:
             if self._legacy is not None and await self._legacy.handle(path, scope, receive, send):
                 return
             await respond(send, 404)
@@ -206,11 +210,25 @@ class HttpApp:
 
     async def _check(self, headers: dict[str, str]) -> Refusal | None:
         settings = self.settings
-        return (
-            check_host(headers, settings)
-            or check_origin(headers, settings)
-            or await check_token(headers, settings)
-        )
+        hosts = (headers.get("host"), headers.get("origin"))
+        if hosts not in self._passed_hosts:
+            refusal = check_host(headers, settings) or check_origin(headers, settings)
+            if refusal is not None:
+                return refusal
+            _remember(self._passed_hosts, hosts)
+        if settings.verify_token is None:
+            return None
+        return await check_token(headers, settings)
+
+    def _check_media(self, headers: dict[str, str]) -> Refusal | None:
+        """The ``Content-Type`` and ``Accept`` checks of a POST."""
+        media = (headers.get("content-type"), headers.get("accept"))
+        if media in self._passed_media:
+            return None
+        refusal = check_content_type(headers) or check_accept(headers, JSON, EVENT_STREAM)
+        if refusal is None:
+            _remember(self._passed_media, media)
+        return refusal
 
     def allowed(self) -> str:
         """The methods the endpoint takes (the ``Allow`` of a 405)."""
@@ -222,7 +240,7 @@ class HttpApp:
         return ", ".join(methods)
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        refusal = check_content_type(headers) or check_accept(headers, JSON, EVENT_STREAM)
+        refusal = self._check_media(headers)
         if refusal is not None:
             await refuse(send, refusal)
             return
@@ -246,3 +264,15 @@ class HttpApp:
             await self.stateless.post(headers, body, peek, receive, send)
             return
         await self.handshake.post(headers, body, peek, send)
+
+
+#: How many passing header pairs an app remembers (of each kind).
+_REMEMBERED: Final = 64
+
+
+def _remember(
+    passed: set[tuple[str | None, str | None]], pair: tuple[str | None, str | None]
+) -> None:
+    if len(passed) >= _REMEMBERED:
+        passed.clear()
+    passed.add(pair)

@@ -50,8 +50,15 @@ async def client_gone(receive: Receive) -> None:
 def header_map(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name (latin-1 decoded, as HTTP/1.1 has
     them); a header given more than once keeps its values joined by ``", "``."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
+    raw = scope.get("headers", ())
+    if not isinstance(raw, list):
+        raw = list(raw)
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+    if len(headers) == len(raw):
+        return headers
+    # A name given more than once (the rare case): its values joined, in order.
+    headers = {}
+    for raw_name, raw_value in raw:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         if name in headers:

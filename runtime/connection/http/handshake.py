@@ -165,15 +165,22 @@ class HandshakeEndpoint:
         channel = self._channel(send, session, headers)
         session.live[channel.stream_id] = channel
         token = ROUTE.set(channel)
+        answer = None
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
             inline = body.lstrip()[:1] != b"["
-            events = await peer.feed(body, inline=inline)
+            if inline:
+                events, answer = await peer.feed_request(body)
+            else:
+                events = await peer.feed(body)
         finally:
             ROUTE.reset(token)
         try:
-            await settle(channel, events)
+            if answer is not None:
+                await channel.answer(*answer)
+            if not channel.done:
+                await settle(channel, events)
             if not inline:
                 # Until its requests are answered; a session that ends closes it.
                 await channel.hold_open()
@@ -258,8 +265,11 @@ class HandshakeEndpoint:
         connection.peer = peer
         token = ROUTE.set(channel)
         try:
-            events = await peer.feed(body, inline=True)
-            await settle(channel, events)
+            events, answer = await peer.feed_request(body)
+            if answer is not None:
+                await channel.answer(*answer)
+            if not channel.done:
+                await settle(channel, events)
         finally:
             ROUTE.reset(token)
             with anyio.CancelScope(shield=True):

@@ -152,6 +152,11 @@ class _Gate:
     async def __aexit__(self, *exc_info: object) -> None:
         self._release()
 
+    @property
+    def held(self) -> bool:
+        """Whether a writer holds it."""
+        return self._held
+
     def _release(self) -> None:
         if self._waiters:
             self._waiters.popleft().set()  # still held: now by that waiter
@@ -169,6 +174,29 @@ class Channel:
     (2025-11-25), announcing ``retry_ms``. ``status_of`` picks the status of a JSON
     response from the error codes of its responses (``None`` for a result).
     """
+
+    __slots__ = (
+        "_answered",
+        "_divert",
+        "_done",
+        "_done_event",
+        "_error_codes",
+        "_expected",
+        "_headers",
+        "_held",
+        "_lock",
+        "_priming",
+        "_retry_ms",
+        "_send",
+        "_stamp",
+        "_status_of",
+        "follower",
+        "gone",
+        "mode",
+        "sse",
+        "status",
+        "stream_id",
+    )
 
     def __init__(
         self,
@@ -270,6 +298,44 @@ class Channel:
                 await self._take(data, stream=True)
             else:
                 await self._elsewhere(data)
+
+    async def answer(self, data: bytes, error_code: int | None) -> None:
+        """Take the answer to the POST's only request (its bytes, and the code of its
+        error: ``None`` for a result), which its peer handed back rather than wrote
+        (:meth:`~mcpspec.runtime.connection.peer.Peer.feed_request`): when nothing came
+        before it, it is the whole response, sent at once as JSON; else it is taken as
+        :meth:`put` takes it."""
+        if (
+            self.mode
+            or self._held
+            or self._done
+            or self.gone
+            or self._lock.held
+            or self._expected is not None
+        ):
+            await self.put(data)
+            return
+        # Done from here: what the session sends meanwhile goes elsewhere, as it would
+        # once the response was sent.
+        self._done = True
+        self.mode = "json"
+        status = self.status
+        if status is None:
+            self._error_codes.append(error_code)
+            status = self._status_of(self._error_codes) if self._status_of is not None else 200
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+        if self._headers:
+            headers.extend(
+                (k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers.items()
+            )
+        try:
+            await self._send({"type": "http.response.start", "status": status, "headers": headers})
+            await self._send({"type": "http.response.body", "body": data})
+        except OSError:
+            self.gone = True
+        finally:
+            if self._done_event is not None:
+                self._done_event.set()
 
     async def keepalive(self, comment: bytes) -> None:
         """Write a comment line on an open SSE stream (quiet long-lived streams)."""

@@ -24,7 +24,7 @@ from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
 from ..changes import ChangeFeed
-from ..peer import Peer
+from ..peer import Peer, new_cancel_scope
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
 from .routing import ROUTE, Channel, ChannelStream
@@ -144,12 +144,16 @@ class StatelessEndpoint:
                 # The client closing the connection cancels the request. A plain task
                 # watches for it, started only if the handler waits for anything: most
                 # answer without ever yielding, and a task would cost more than they.
-                scope = anyio.CancelScope()
+                scope = new_cancel_scope(loop)
                 watch = _Watch(loop, receive, scope)
                 try:
-                    events = await peer.feed(body, inline=True, scope=scope)
+                    events, answer = await peer.feed_request(body, scope)
                 finally:
                     watch.stop()
+                if answer is not None:
+                    await channel.answer(*answer)
+                    if channel.done:
+                        return
             else:
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)

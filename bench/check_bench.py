@@ -97,21 +97,20 @@ def measure(settings: Settings, *, smoke: bool = False) -> dict[str, Any]:
 
 def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
     """The checker's target, as ``bench/run.py``'s ``evaluate_targets`` reports them."""
+    name = "mcpspec check on server-everything, every revision: the checker's own CPU time"
+    limit = f"< {TARGET_S:g} s"
     rows = section.get("rows", {})
     if not rows:
-        return [
-            {
-                "target": "mcpspec check, server-everything, all revisions: checker CPU < 10 s",
-                "measured": section.get("skipped", "not measured"),
-                "pass": None,
-            }
-        ]
-    worst = max(row["cpu_s"] for row in rows.values())
+        measured = section.get("skipped", "not measured")
+        return [{"target": name, "limit": limit, "measured": measured, "worst": "-", "pass": None}]
+    slowest = max(rows, key=lambda key: rows[key]["cpu_s"])
     return [
         {
-            "target": "mcpspec check, server-everything, all revisions: checker CPU < 10 s",
-            "measured": f"{worst:.2f} s (slowest configuration, median)",
-            "pass": worst < TARGET_S,
+            "target": name,
+            "limit": limit,
+            "measured": "; ".join(f"{key}: {row['cpu_s']:.2f} s" for key, row in rows.items()),
+            "worst": f"{slowest}: {rows[slowest]['cpu_s']:.2f} s",
+            "pass": rows[slowest]["cpu_s"] < TARGET_S,
         }
     ]
 
@@ -170,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     section = measure(Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke)
     print(markdown(section))
     for target in targets(section):
-        print(f"{target['target']}: {target['measured']} -> {target['pass']}")
+        print(f"{target['target']} ({target['limit']}): {target['measured']} -> {target['pass']}")
     if args.smoke:
         smoke_check(section)
     return 0

@@ -39,6 +39,7 @@ import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.connection.errors import MessageTooLarge
+from mcpspec.runtime.connection.http.client import LIBRARY_HEADERS, OutgoingEnvelope
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
@@ -69,19 +70,6 @@ MAX_TOOLS: Final = 10_000
 #: ``tools/list`` requests awaiting their answer that are remembered, at most.
 MAX_PENDING_LISTS: Final = 1024
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
-#: Headers the link writes itself; ``--header`` cannot set them.
-LIBRARY_HEADERS: Final = frozenset(
-    {
-        "accept",
-        "content-type",
-        "content-length",
-        "last-event-id",
-        "mcp-protocol-version",
-        "mcp-session-id",
-        "mcp-method",
-        "mcp-name",
-    }
-)
 #: The first revision with the ``MCP-Protocol-Version`` header.
 VERSION_HEADER_SINCE: Final = "2025-06-18"
 #: 2026-07-28: the HTTP status each of these JSON-RPC error codes must travel with.
@@ -93,20 +81,6 @@ MODERN_CODES: Final = frozenset(STATUS_OF_CODE)
 
 
 # -- reading messages ---------------------------------------------------------------------------
-
-
-class _Params(msgspec.Struct, rename={"meta": "_meta", "request_id": "requestId"}):
-    meta: dict[str, Any] | None = None
-    request_id: Any = None
-
-
-class _Outgoing(msgspec.Struct):
-    """The members of a message sent that decide how it is posted and judged."""
-
-    jsonrpc: Any = None
-    id: Any = UNSET
-    method: Any = None
-    params: _Params | None = None
 
 
 class _ErrorCode(msgspec.Struct):
@@ -144,13 +118,13 @@ class _ToolsAnswer(msgspec.Struct):
 
 
 _FAILURES = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
-_OUTGOING = msgspec.json.Decoder(_Outgoing)
+_OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
 _INCOMING = msgspec.json.Decoder(_Incoming)
 _INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
 _TOOLS_ANSWER = msgspec.json.Decoder(_ToolsAnswer)
 
 
-def _outgoing(data: bytes) -> _Outgoing | None:
+def _outgoing(data: bytes) -> OutgoingEnvelope | None:
     """The message sent, or ``None`` when it is not one JSON object."""
     try:
         return _OUTGOING.decode(data)
@@ -166,7 +140,7 @@ def incoming(data: bytes) -> _Incoming | None:
         return None
 
 
-def _kind(message: _Outgoing | None) -> str:
+def _kind(message: OutgoingEnvelope | None) -> str:
     """``"request"``, ``"notification"``, ``"response"`` or ``"other"`` (not JSON-RPC)."""
     if message is None or message.jsonrpc != "2.0":
         return "other"
@@ -181,7 +155,7 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
-def meta_version(message: _Outgoing | None) -> str | None:
+def meta_version(message: OutgoingEnvelope | None) -> str | None:
     """The 2026-07-28 protocol version a message names in ``params._meta``."""
     if message is None or message.params is None or message.params.meta is None:
         return None
@@ -470,10 +444,10 @@ class HttpLink:
 
     # -- headers -----------------------------------------------------------------------------------
 
-    def _stateless(self, message: _Outgoing | None) -> bool:
+    def _stateless(self, message: OutgoingEnvelope | None) -> bool:
         return meta_version(message) is not None or is_stateless(self._revision)
 
-    def _headers(self, data: bytes, message: _Outgoing | None) -> dict[str, str]:
+    def _headers(self, data: bytes, message: OutgoingEnvelope | None) -> dict[str, str]:
         headers = {
             **self._target.headers,
             "Accept": ACCEPT_BOTH,
@@ -506,7 +480,7 @@ class HttpLink:
 
     # -- posting -----------------------------------------------------------------------------------
 
-    async def _cancel_stream(self, message: _Outgoing) -> bool:
+    async def _cancel_stream(self, message: OutgoingEnvelope) -> bool:
         """2026-07-28: cancelling is closing the request's response stream (nothing is
         posted: ``True``). Earlier revisions post the notification and keep reading."""
         request_id = None if message.params is None else message.params.request_id
@@ -521,7 +495,9 @@ class HttpLink:
                 scope.cancel()
         return True
 
-    async def _post_inline(self, number: int, data: bytes, message: _Outgoing, kind: str) -> None:
+    async def _post_inline(
+        self, number: int, data: bytes, message: OutgoingEnvelope, kind: str
+    ) -> None:
         """Post a notification or response; judge the acknowledgement."""
         headers = self._headers(data, message)
         try:
@@ -554,7 +530,12 @@ class HttpLink:
             self._spawn(self._listen)
 
     async def _run_post(
-        self, number: int, data: bytes, message: _Outgoing | None, kind: str, sent: anyio.Event
+        self,
+        number: int,
+        data: bytes,
+        message: OutgoingEnvelope | None,
+        kind: str,
+        sent: anyio.Event,
     ) -> None:
         """Post a request (or bytes that are not JSON-RPC) and deliver what answers it."""
 
@@ -605,7 +586,7 @@ class HttpLink:
         self,
         number: int,
         data: bytes,
-        message: _Outgoing | None,
+        message: OutgoingEnvelope | None,
         kind: str,
         response: httpx.Response,
         stateless: bool,
@@ -675,12 +656,25 @@ class HttpLink:
     async def _read_stream(
         self,
         number: int,
-        message: _Outgoing | None,
+        message: OutgoingEnvelope | None,
         kind: str,
         response: httpx.Response,
         status: int,
         stateless: bool,
     ) -> None:
+        first = kind == "request"
+        async for data, where in self._events(response, f"POST {number}"):
+            if first:
+                assert message is not None
+                self._judge_answer(data, message, status, stateless)
+                first = False
+            await self._deliver(data, where)
+
+    async def _events(
+        self, response: httpx.Response, label: str
+    ) -> AsyncIterator[tuple[bytes, str]]:
+        """The data of each ``message`` event of an SSE ``response``, with where it was
+        (``label event N``); an event over the limit is filed and skipped."""
         decoder = SseDecoder(MAX_MESSAGE)
         events = 0
         async for chunk in response.aiter_bytes():
@@ -688,18 +682,17 @@ class HttpLink:
                 if event.event != "message":
                     continue
                 events += 1
-                where = f"POST {number} event {events}"
+                where = f"{label} event {events}"
                 if event.data is None:
                     self._too_large(where, event.size)
-                    continue
-                if events == 1 and kind == "request":
-                    assert message is not None
-                    self._judge_answer(event.data, message, status, stateless)
-                await self._deliver(event.data, where)
+                else:
+                    yield event.data, where
         if decoder.dropping:
-            self._too_large(f"POST {number} event {events + 1}")
+            self._too_large(f"{label} event {events + 1}")
 
-    def _judge_answer(self, data: bytes, message: _Outgoing, status: int, stateless: bool) -> None:
+    def _judge_answer(
+        self, data: bytes, message: OutgoingEnvelope, status: int, stateless: bool
+    ) -> None:
         """The status an error answering ``message`` came with: 200 in the handshake
         eras; in 2026-07-28 the one its code maps to, else 200."""
         answer = incoming(data)
@@ -780,18 +773,8 @@ class HttpLink:
                         method="GET",
                     )
                     return
-                decoder = SseDecoder(MAX_MESSAGE)
-                events = 0
-                async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        if event.event != "message":
-                            continue
-                        events += 1
-                        where = f"GET stream event {events}"
-                        if event.data is None:
-                            self._too_large(where, event.size)
-                        else:
-                            await self._deliver(event.data, where)
+                async for data, where in self._events(response, "GET stream"):
+                    await self._deliver(data, where)
         except httpx.HTTPError:
             return
 
@@ -831,7 +814,7 @@ class HttpLink:
         await self._deliver(item, where)
 
     async def _post_legacy(
-        self, number: int, data: bytes, message: _Outgoing | None, kind: str
+        self, number: int, data: bytes, message: OutgoingEnvelope | None, kind: str
     ) -> None:
         """Post a message to the HTTP+SSE endpoint; what it causes comes on the stream."""
         channel = self._legacy

@@ -284,35 +284,38 @@ class _Probes:
 
     async def missing_session(self, session: dict[str, str]) -> None:
         extra = {k: v for k, v in session.items() if k != "Mcp-Session-Id"}
-        answer = await self.exchange("POST", self.headers(**extra), self.ping())
-        if answer is None:
-            return
-        if answer.status == 400:
-            self.ok("http.session", "a request without Mcp-Session-Id got 400")
-            return
-        self.problem(
-            "http.session",
-            "POST",
-            f"a ping without the Mcp-Session-Id the server minted was answered "
-            f"{answer.shown()}; a server that requires a session answers 400 Bad Request "
+        await self._session_ping(
+            extra,
+            400,
+            "without Mcp-Session-Id",
+            "without the Mcp-Session-Id the server minted",
+            f"a server that requires a session answers 400 Bad Request "
             f"({self.page}, Session Management 2)",
         )
 
     async def unknown_session(self, session: dict[str, str]) -> None:
         extra = {**session, "Mcp-Session-Id": unknown_session_id()}
-        answer = await self.exchange("POST", self.headers(**extra), self.ping())
+        await self._session_ping(
+            extra,
+            404,
+            "with an unknown Mcp-Session-Id",
+            "with an Mcp-Session-Id the server never minted",
+            f"a session id the server does not know (ended, or never minted) is answered "
+            f"404 Not Found ({self.page}, Session Management 3)",
+        )
+
+    async def _session_ping(
+        self, headers: dict[str, str], status: int, short: str, sent: str, rule: str
+    ) -> None:
+        """A ping with ``headers`` (the session headers, altered): ``http.session``
+        passes when it is answered ``status``."""
+        answer = await self.exchange("POST", self.headers(**headers), self.ping())
         if answer is None:
             return
-        if answer.status == 404:
-            self.ok("http.session", "an unknown Mcp-Session-Id got 404")
+        if answer.status == status:
+            self.ok("http.session", f"a request {short} got {status}")
             return
-        self.problem(
-            "http.session",
-            "POST",
-            f"a ping with an Mcp-Session-Id the server never minted was answered "
-            f"{answer.shown()}; a session id the server does not know (ended, or never "
-            f"minted) is answered 404 Not Found ({self.page}, Session Management 3)",
-        )
+        self.problem("http.session", "POST", f"a ping {sent} was answered {answer.shown()}; {rule}")
 
     async def unsupported_version_header(self, session: dict[str, str]) -> None:
         extra = {**session, "MCP-Protocol-Version": _UNSUPPORTED}

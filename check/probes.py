@@ -19,6 +19,7 @@ import msgspec
 from mcpspec.runtime.contract import RESULT_INPUT_REQUIRED
 from mcpspec.runtime.errors import clip, show
 
+from .catalog import CHECKS, Level
 from .conversation import Conversation, Reply
 from .json_schema import check_schema, example_of, validate
 
@@ -96,18 +97,24 @@ async def ping(conv: Conversation) -> None:
         conv.problem("protocol.ping", where, f"ping must get an empty result; got {said(reply)}")
 
 
+async def _expect_code(
+    conv: Conversation, check: str, message: dict[str, Any], code: int, what: str
+) -> None:
+    """Send the raw request ``message`` (``what`` it is) and file whether it was
+    answered with error ``code``."""
+    reply = await conv.raw_request(message)
+    where = reply.where or message["method"]
+    if reply.kind == "error" and _code(reply) == code:
+        conv.passed(check, where, f"{what}: {code}")
+        return
+    verb = "should" if CHECKS[check].level is Level.SHOULD else "must"
+    conv.problem(check, where, f"{what} {verb} be answered with {code}; got {said(reply)}")
+
+
 async def unknown_method(conv: Conversation) -> None:
     """An unknown method is answered with -32601."""
-    reply = await conv.raw_request(raw(conv, "unknown", UNKNOWN_METHOD))
-    where = reply.where or UNKNOWN_METHOD
-    if reply.kind == "error" and _code(reply) == -32601:
-        conv.passed("protocol.unknown-method", where, f"{UNKNOWN_METHOD} answered -32601")
-    else:
-        conv.problem(
-            "protocol.unknown-method",
-            where,
-            f"{UNKNOWN_METHOD} must be answered with -32601; got {said(reply)}",
-        )
+    message = raw(conv, "unknown", UNKNOWN_METHOD)
+    await _expect_code(conv, "protocol.unknown-method", message, -32601, UNKNOWN_METHOD)
 
 
 #: Requests with invalid params, by the server capability that serves them.
@@ -129,16 +136,8 @@ async def invalid_params(conv: Conversation) -> None:
     for capability, (method, params, what) in _INVALID.items():
         if capability not in declared or method not in conv.session.types.CLIENT_REQUESTS:
             continue
-        reply = await conv.raw_request(raw(conv, "invalid", method, params))
-        where = reply.where or method
-        if reply.kind == "error" and _code(reply) == -32602:
-            conv.passed("protocol.invalid-params", where, f"{what}: -32602")
-        else:
-            conv.problem(
-                "protocol.invalid-params",
-                where,
-                f"{what} should be answered with -32602 (invalid params); got {said(reply)}",
-            )
+        message = raw(conv, "invalid", method, params)
+        await _expect_code(conv, "protocol.invalid-params", message, -32602, what)
         return
     conv.skipped("protocol.invalid-params", "the server declares no tools, prompts or resources")
 

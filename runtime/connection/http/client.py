@@ -64,8 +64,11 @@ from .client_sse import LegacySseChannel, NoSseEndpoint
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "LIBRARY_HEADERS",
     "HttpClientStream",
     "HttpTransport",
+    "OutgoingEnvelope",
+    "OutgoingParams",
 ]
 
 logger = logging.getLogger("mcpspec.connection")
@@ -118,17 +121,22 @@ _TRANSPORT_ERROR: Final = -32000
 # -- what the stream reads of a message -------------------------------------------------------
 
 
-class _Params(msgspec.Struct, rename={"meta": "_meta", "request_id": "requestId"}):
+class OutgoingParams(msgspec.Struct, rename={"meta": "_meta", "request_id": "requestId"}):
+    """The params members an outgoing message is posted by: ``_meta`` (2026-07-28's
+    protocol version) and a cancellation's ``requestId``."""
+
     meta: dict[str, Any] | None = None
     request_id: Any = None
 
 
-class _Outgoing(msgspec.Struct):
-    """The members of an outgoing message that decide how it is posted."""
+class OutgoingEnvelope(msgspec.Struct):
+    """The members of an outgoing message that decide how it is posted (the checker
+    reads ``jsonrpc`` too, to judge what it sends on purpose)."""
 
+    jsonrpc: Any = None
     id: Any = UNSET
     method: Any = None
-    params: _Params | None = None
+    params: OutgoingParams | None = None
 
 
 #: An absent member read as raw JSON (``null`` and absent read alike).
@@ -153,18 +161,18 @@ class _InitializeAnswer(msgspec.Struct):
     result: _Version | None = None
 
 
-_OUTGOING = msgspec.json.Decoder(_Outgoing)
+_OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
 _INCOMING = msgspec.json.Decoder(_Incoming)
 _INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
 _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
 _DECODE_FAILURES = (msgspec.DecodeError, msgspec.ValidationError)
 
 
-def _outgoing(data: bytes) -> _Outgoing:
+def _outgoing(data: bytes) -> OutgoingEnvelope:
     try:
         return _OUTGOING.decode(data)
     except _DECODE_FAILURES:
-        return _Outgoing()
+        return OutgoingEnvelope()
 
 
 def _incoming(data: bytes) -> _Incoming | None:
@@ -174,7 +182,7 @@ def _incoming(data: bytes) -> _Incoming | None:
         return None
 
 
-def _stateless_version(message: _Outgoing) -> str | None:
+def _stateless_version(message: OutgoingEnvelope) -> str | None:
     """The 2026-07-28 protocol version a request carries in its ``_meta``, if any."""
     params = message.params
     if params is None or params.meta is None:
@@ -435,7 +443,7 @@ class HttpClientStream:
             headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _post_headers(self, data: bytes, message: _Outgoing) -> dict[str, str]:
+    def _post_headers(self, data: bytes, message: OutgoingEnvelope) -> dict[str, str]:
         headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
         version = _stateless_version(message)
         if version is not None:
@@ -445,7 +453,7 @@ class HttpClientStream:
         headers.update(self._session_headers())
         return headers
 
-    async def _send_request(self, data: bytes, message: _Outgoing, method: str) -> None:
+    async def _send_request(self, data: bytes, message: OutgoingEnvelope, method: str) -> None:
         if method == "initialize":
             # A probe may have gone before: its version is not this handshake's.
             self._initialize_id = message.id
@@ -468,7 +476,7 @@ class HttpClientStream:
         self._posts[post.id] = post
         self._spawn(self._run_post, data, message, post)
 
-    async def _cancel(self, message: _Outgoing) -> bool:
+    async def _cancel(self, message: OutgoingEnvelope) -> bool:
         """Act on an outgoing ``notifications/cancelled``: close the response stream of
         the request it names (in 2026-07-28 that is the cancellation, and nothing is
         posted: ``True``)."""
@@ -484,7 +492,9 @@ class HttpClientStream:
             post.scope.cancel()
         return False
 
-    async def _post_inline(self, data: bytes, message: _Outgoing, method: str | None) -> None:
+    async def _post_inline(
+        self, data: bytes, message: OutgoingEnvelope, method: str | None
+    ) -> None:
         """Post a notification or a response and read the server's acknowledgement."""
         if self._legacy is not None:
             await self._post_legacy(data, None)
@@ -557,7 +567,7 @@ class HttpClientStream:
             finally:
                 self._scopes.discard(scope)
 
-    async def _run_post(self, data: bytes, message: _Outgoing, post: _Post) -> None:
+    async def _run_post(self, data: bytes, message: OutgoingEnvelope, post: _Post) -> None:
         """Post a request and deliver its answer, or an error made up for it."""
         try:
             with post.scope:
@@ -582,7 +592,7 @@ class HttpClientStream:
             if self._posts.get(post.id) is post:
                 del self._posts[post.id]
 
-    async def _exchange(self, data: bytes, message: _Outgoing, post: _Post) -> bool:
+    async def _exchange(self, data: bytes, message: OutgoingEnvelope, post: _Post) -> bool:
         """Post a request and deliver what answers it; ``True`` when the session expired
         and a new one was opened: the request is to be posted again."""
         headers = self._post_headers(data, message)

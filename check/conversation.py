@@ -72,9 +72,8 @@ class Reply:
 
     kind: ReplyKind
     value: Any = None
-    #: Where the answer was found, and its raw JSON object (raw probes and results).
+    #: Where the answer was found.
     where: str = ""
-    raw: Any = None
     #: Whether the answer carried id null instead of the request's id.
     id_null: bool = False
 
@@ -288,9 +287,7 @@ class Conversation:
         data, where = received
         try:
             envelope = _ENVELOPE.decode(data)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-            envelope = None
-        except msgspec.ValidationError:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
             envelope = None
         if envelope is None:
             # Not a JSON object: the session says exactly what is wrong (not JSON, a
@@ -299,7 +296,7 @@ class Conversation:
                 self.problem("wire.message", where, f"not a JSON-RPC message: {show(_text(data))}")
                 return
         elif _is_response(envelope):
-            if self._take_raw(envelope, data, where):
+            if self._take_raw(envelope, where):
                 return
             if envelope.id in self.cancelled and isinstance(envelope.error, dict):
                 self.cancelled[envelope.id] = (where, envelope.error.get("code"))
@@ -321,7 +318,7 @@ class Conversation:
                 "a 2026-07-28 result carries resultType (servers of this revision MUST include it)",
             )
 
-    def _take_raw(self, envelope: _Envelope, data: bytes, where: str) -> bool:
+    def _take_raw(self, envelope: _Envelope, where: str) -> bool:
         """Settle a raw probe this response answers; whether it did."""
         request_id = envelope.id
         waiter = self._raw.get(request_id) if isinstance(request_id, str) else None
@@ -329,11 +326,10 @@ class Conversation:
             waiter = self._null_probes.pop(0)
         if waiter is None:
             return False
-        raw = msgspec.json.decode(data)
         if envelope.error is not msgspec.UNSET:
-            waiter.settle(Reply("error", raw.get("error"), where, raw))
+            waiter.settle(Reply("error", envelope.error, where))
         else:
-            waiter.settle(Reply("result", raw.get("result"), where, raw))
+            waiter.settle(Reply("result", envelope.result, where))
         return True
 
     async def _events(

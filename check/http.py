@@ -39,11 +39,18 @@ import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.connection.errors import MessageTooLarge
-from mcpspec.runtime.connection.http.client import LIBRARY_HEADERS, OutgoingEnvelope
+from mcpspec.runtime.connection.http.client import (
+    LIBRARY_HEADERS,
+    InitializeAnswer,
+    OutgoingEnvelope,
+    media_type,
+    stateless_version,
+)
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
+from mcpspec.runtime.core import is_id
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
-from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION, is_stateless
+from mcpspec.runtime.negotiation import is_stateless
 
 from .errors import LinkClosed
 from .findings import RevisionReport, broken
@@ -96,14 +103,6 @@ class _Incoming(msgspec.Struct):
     error: _ErrorCode | None = None
 
 
-class _Version(msgspec.Struct, rename={"protocol_version": "protocolVersion"}):
-    protocol_version: Any = None
-
-
-class _InitializeAnswer(msgspec.Struct):
-    result: _Version | None = None
-
-
 class _Tool(msgspec.Struct, rename={"input_schema": "inputSchema"}):
     name: Any = None
     input_schema: Any = None
@@ -120,7 +119,7 @@ class _ToolsAnswer(msgspec.Struct):
 _FAILURES = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
 _OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
 _INCOMING = msgspec.json.Decoder(_Incoming)
-_INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
+_INITIALIZE_ANSWER = msgspec.json.Decoder(InitializeAnswer)
 _TOOLS_ANSWER = msgspec.json.Decoder(_ToolsAnswer)
 
 
@@ -147,26 +146,8 @@ def _kind(message: OutgoingEnvelope | None) -> str:
     if isinstance(message.method, str):
         if message.id is UNSET:
             return "notification"
-        return "request" if _is_id(message.id) else "other"
+        return "request" if is_id(message.id) else "other"
     return "response" if message.id is not UNSET else "other"
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, (int, str)) and not isinstance(value, bool)
-
-
-def meta_version(message: OutgoingEnvelope | None) -> str | None:
-    """The 2026-07-28 protocol version a message names in ``params._meta``."""
-    if message is None or message.params is None or message.params.meta is None:
-        return None
-    version = message.params.meta.get(META_PROTOCOL_VERSION)
-    return version if isinstance(version, str) else None
-
-
-def media_type(response: httpx.Response) -> str:
-    """The response's media type, lower case, without parameters."""
-    value: str = response.headers.get("content-type", "")
-    return value.split(";")[0].strip().lower()
 
 
 class BodyTooLarge(Exception):
@@ -426,7 +407,7 @@ class HttpLink:
                     version = result.protocol_version[:64]
                     if _plain_header(version):
                         self.protocol_version = version
-        if _is_id(message.id) and message.id in self._tools_list_ids:
+        if is_id(message.id) and message.id in self._tools_list_ids:
             self._tools_list_ids.discard(message.id)
             with suppress(*_FAILURES):
                 tools = _TOOLS_ANSWER.decode(data).result
@@ -445,7 +426,7 @@ class HttpLink:
     # -- headers -----------------------------------------------------------------------------------
 
     def _stateless(self, message: OutgoingEnvelope | None) -> bool:
-        return meta_version(message) is not None or is_stateless(self._revision)
+        return stateless_version(message) is not None or is_stateless(self._revision)
 
     def _headers(self, data: bytes, message: OutgoingEnvelope | None) -> dict[str, str]:
         headers = {
@@ -453,7 +434,7 @@ class HttpLink:
             "Accept": ACCEPT_BOTH,
             "Content-Type": "application/json",
         }
-        version = meta_version(message)
+        version = stateless_version(message)
         if version is not None or (message is not None and is_stateless(self._revision)):
             try:
                 headers.update(
@@ -485,11 +466,11 @@ class HttpLink:
         posted: ``True``). Earlier revisions post the notification and keep reading."""
         request_id = None if message.params is None else message.params.request_id
         stateless = is_stateless(self._revision) or (
-            _is_id(request_id) and request_id in self._stateless_ids
+            is_id(request_id) and request_id in self._stateless_ids
         )
         if not stateless:
             return False
-        if _is_id(request_id):
+        if is_id(request_id):
             scope = self._streams.get(request_id)
             if scope is not None:
                 scope.cancel()

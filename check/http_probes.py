@@ -28,6 +28,7 @@ import anyio
 import httpx
 import msgspec
 
+from mcpspec.runtime.connection.http.client import media_type
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.negotiation import (
     META_CLIENT_CAPABILITIES,
@@ -45,7 +46,6 @@ from .http import (
     HttpTarget,
     file_once,
     incoming,
-    media_type,
     minted_why,
     read_body,
     transport_page,

@@ -78,7 +78,7 @@ def said(reply: Reply) -> str:
         message = error.get("message") if isinstance(error, dict) else error.message
         return f"error {_code(reply)} {show(message)}"
     if reply.kind == "result":
-        return f"result {show(reply.value if reply.raw is None else reply.raw.get('result'))}"
+        return f"result {show(reply.value)}"
     return {"timeout": "no answer in time", "closed": "the connection ended"}.get(
         reply.kind, reply.kind
     )

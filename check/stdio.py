@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final
@@ -21,6 +20,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpspec.runtime.connection.stdio import STDERR_KEPT, shut_down
 
 from .errors import CheckError, LinkClosed
 from .findings import RevisionReport, broken
@@ -30,10 +31,6 @@ __all__ = ["StdioLink", "StdioTarget"]
 
 #: The longest line read; a longer one is a failure, skipped without being held.
 MAX_LINE: Final = 16 * 1024 * 1024
-#: How much of the server's stderr the report keeps (the newest bytes).
-STDERR_KEPT: Final = 64 * 1024
-#: Seconds to wait at each step of shutting the server down (stdin closed, SIGTERM).
-GRACE: Final = 2.0
 _READ = 65536
 
 
@@ -53,21 +50,20 @@ class StdioTarget:
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.description = shlex.join(self.argv)
-        self._stderr: deque[bytes] = deque()
-        self._stderr_size = 0
+        #: The newest bytes the server wrote on stderr (over every connection).
+        self._stderr = bytearray()
 
     @property
     def stderr(self) -> str:
-        return b"".join(self._stderr).decode("utf-8", "replace")
+        return self._stderr.decode("utf-8", "replace")
 
     async def probe_transport(self, report: RevisionReport, options: Any) -> None:
         """Nothing: every stdio rule is judged on the connection itself."""
 
     def _keep_stderr(self, data: bytes) -> None:
-        self._stderr.append(data)
-        self._stderr_size += len(data)
-        while self._stderr_size > STDERR_KEPT and len(self._stderr) > 1:
-            self._stderr_size -= len(self._stderr.popleft())
+        self._stderr += data
+        if len(self._stderr) > STDERR_KEPT:
+            del self._stderr[: len(self._stderr) - STDERR_KEPT]
 
     @asynccontextmanager
     async def connect(self, report: RevisionReport) -> AsyncIterator[Link]:
@@ -90,7 +86,7 @@ class StdioTarget:
                 try:
                     yield link
                 finally:
-                    await _shut_down(process)
+                    await shut_down(process)
                     task_group.cancel_scope.cancel()
         finally:
             await link.aclose()
@@ -100,21 +96,6 @@ class StdioTarget:
         with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             while True:
                 self._keep_stderr(await process.stderr.receive(_READ))
-
-
-async def _shut_down(process: anyio.abc.Process) -> None:
-    """As the stdio transport says: close stdin, wait; then SIGTERM, wait; then SIGKILL."""
-    with anyio.CancelScope(shield=True):
-        if process.stdin is not None:
-            with suppress(Exception):
-                await process.stdin.aclose()
-        for step in (None, process.terminate, process.kill):
-            if step is not None:
-                with suppress(ProcessLookupError):
-                    step()
-            with anyio.move_on_after(GRACE):
-                await process.wait()
-                return
 
 
 class StdioLink:

@@ -34,6 +34,7 @@ __all__ = [
     "ProcessStream",
     "StderrMode",
     "launch_server",
+    "shut_down",
     "stdio_server_stream",
 ]
 
@@ -255,20 +256,27 @@ class ProcessStream(NewlineFramedStream):
         if self._shut:
             return
         self._shut = True
-        process = self.process
+        await shut_down(self.process, self.grace)
         with anyio.CancelScope(shield=True):
-            assert process.stdin is not None
+            await super().aclose()
+
+
+async def shut_down(process: anyio.abc.Process, grace: float = DEFAULT_GRACE) -> None:
+    """End a server process as the stdio transport says: close its stdin and wait for
+    it to exit; after ``grace`` seconds SIGTERM and wait; then SIGKILL. Shielded from
+    cancellation."""
+    with anyio.CancelScope(shield=True):
+        if process.stdin is not None:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await process.stdin.aclose()
-            for signal in (process.terminate, process.kill):
-                with anyio.move_on_after(self.grace):
-                    await process.wait()
-                if process.returncode is not None:
-                    break
-                with suppress(ProcessLookupError):
-                    signal()
-            await process.wait()
-            await super().aclose()
+        for signal in (process.terminate, process.kill):
+            with anyio.move_on_after(grace):
+                await process.wait()
+            if process.returncode is not None:
+                break
+            with suppress(ProcessLookupError):
+                signal()
+        await process.wait()
 
 
 async def _pump_stderr(

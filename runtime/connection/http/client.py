@@ -67,8 +67,11 @@ __all__ = [
     "LIBRARY_HEADERS",
     "HttpClientStream",
     "HttpTransport",
+    "InitializeAnswer",
     "OutgoingEnvelope",
     "OutgoingParams",
+    "media_type",
+    "stateless_version",
 ]
 
 logger = logging.getLogger("mcpspec.connection")
@@ -157,13 +160,15 @@ class _Version(msgspec.Struct, rename={"protocol_version": "protocolVersion"}):
     protocol_version: Any = None
 
 
-class _InitializeAnswer(msgspec.Struct):
+class InitializeAnswer(msgspec.Struct):
+    """The ``protocolVersion`` of an initialize result, as far as it can be read."""
+
     result: _Version | None = None
 
 
 _OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
 _INCOMING = msgspec.json.Decoder(_Incoming)
-_INITIALIZE_ANSWER = msgspec.json.Decoder(_InitializeAnswer)
+_INITIALIZE_ANSWER = msgspec.json.Decoder(InitializeAnswer)
 _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
 _DECODE_FAILURES = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -182,16 +187,17 @@ def _incoming(data: bytes) -> _Incoming | None:
         return None
 
 
-def _stateless_version(message: OutgoingEnvelope) -> str | None:
+def stateless_version(message: OutgoingEnvelope | None) -> str | None:
     """The 2026-07-28 protocol version a request carries in its ``_meta``, if any."""
-    params = message.params
+    params = None if message is None else message.params
     if params is None or params.meta is None:
         return None
     version = params.meta.get(META_PROTOCOL_VERSION)
     return version if isinstance(version, str) else None
 
 
-def _media_type(response: httpx.Response) -> str:
+def media_type(response: httpx.Response) -> str:
+    """The response's media type, lower case, without parameters."""
     value: str = response.headers.get("content-type", "")
     return value.split(";")[0].strip().lower()
 
@@ -445,7 +451,7 @@ class HttpClientStream:
 
     def _post_headers(self, data: bytes, message: OutgoingEnvelope) -> dict[str, str]:
         headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
-        version = _stateless_version(message)
+        version = stateless_version(message)
         if version is not None:
             headers["MCP-Protocol-Version"] = version
             headers.update(_mirrored(data, self._params_of))
@@ -461,11 +467,11 @@ class HttpClientStream:
             self.stateless = False
             self.protocol_version = None
         else:
-            version = _stateless_version(message)
+            version = stateless_version(message)
             if version is not None and self._initialize_id is UNSET:
                 self.stateless = True
                 self.protocol_version = version
-        post = _Post(message.id, method, _stateless_version(message) is not None)
+        post = _Post(message.id, method, stateless_version(message) is not None)
         if self._legacy is not None:
             self._posts[post.id] = post
             try:
@@ -629,7 +635,7 @@ class HttpClientStream:
                 post.note = _status_note(response)
                 await self._make_up_error(post, post.note, status=status, body=quoted)
                 return False
-            media = _media_type(response)
+            media = media_type(response)
             if media == "text/event-stream":
                 decoder = SseDecoder(self._limit)
                 await self._read_events(response, decoder, post)
@@ -725,9 +731,9 @@ class HttpClientStream:
             found = None if result is None else result.protocol_version
             return found if isinstance(found, str) else None
 
-        if _media_type(response) == "application/json":
+        if media_type(response) == "application/json":
             return version_of(await _read_body(response, self._limit))
-        if _media_type(response) != "text/event-stream":
+        if media_type(response) != "text/event-stream":
             return None
         decoder = SseDecoder(self._limit)
         async for chunk in response.aiter_bytes():
@@ -882,7 +888,7 @@ class HttpClientStream:
                     headers=self._get_headers(decoder.last_event_id),
                     timeout=self._stream_timeout,
                 ) as response:
-                    if response.status_code >= 400 or _media_type(response) != "text/event-stream":
+                    if response.status_code >= 400 or media_type(response) != "text/event-stream":
                         post.note = f"resuming the response stream: HTTP {response.status_code}"
                         return
                     progressed = await self._read_events(response, decoder, post)
@@ -908,7 +914,7 @@ class HttpClientStream:
                     headers=self._get_headers(last_event_id),
                     timeout=self._stream_timeout,
                 ) as response:
-                    if response.status_code >= 400 or _media_type(response) != "text/event-stream":
+                    if response.status_code >= 400 or media_type(response) != "text/event-stream":
                         logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
                         return
                     progressed = await self._read_events(response, decoder, None)

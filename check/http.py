@@ -48,7 +48,7 @@ from mcpspec.runtime.connection.http.client import (
 )
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
-from mcpspec.runtime.core import is_id
+from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
 from mcpspec.runtime.negotiation import is_stateless
 

@@ -76,3 +76,8 @@ def typed_response_type(result_type: Any) -> type[msgspec.Struct]:
         bases=(Envelope,),
         kw_only=True,
     )
+
+
+def is_id(value: Any) -> bool:
+    """Whether ``value`` is a JSON-RPC request id: a string or an integer."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)

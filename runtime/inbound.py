@@ -1,10 +1,11 @@
 """Receiving: the bytes of one framed wire message in, typed events out.
 
-The receive path does as little per message as it can, and everything it can once per
-revision and capability set (:meth:`Inbound._changed`):
+:class:`Receiver` is the receiving part of a session. It does as little per message as
+it can, and everything it can once per revision and capability set (:meth:`Receiver.
+rebuild`, which the session calls when either changes):
 
 1. While the lifecycle gates what may arrive (before the session is ready, or after it
-   closed), a message takes :meth:`Inbound._receive_gated`, which checks the gate.
+   closed), a message takes :meth:`Receiver._receive_gated`, which checks the gate.
 2. One ``codec.decode``; with exactly one request outstanding, for all but small
    messages, ``codec.decode_response``, which types the result of a response to it in
    the same pass.
@@ -12,23 +13,24 @@ revision and capability set (:meth:`Inbound._changed`):
    notification, a result or an error. A request whose capability this
    side did not declare maps straight to its refusal; a request that may pass does only
    dict lookups, its progress token, and the two objects it produces: the pending-table
-   record and the event.
+   record and the event. A method with rules in the rule table (:mod:`.checks`) has its
+   handler behind them; the messages that negotiate go to the negotiation part.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 from msgspec import UNSET, Raw
 
-from .capabilities import MODE_DEPENDENT, Path
-from .checks import MessageRule, cancel_problem, first_problem, token_problem
-from .core import SessionCore, what_it_is
-from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
-from .errors import InvalidMessage, show
+from .capabilities import MODE_DEPENDENT, Path, as_json
+from .checks import IGNORED, MessageRule, SenderView, first_problem, token_problem
+from .codec import DECODE_FAILURES, envelope_decoder
+from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
+from .errors import InvalidMessage, clip, show
 from .events import (
     ErrorReceived,
     Event,
@@ -40,23 +42,66 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
-from .negotiation import META_CLIENT_CAPABILITIES
+from .negotiation import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from .pending import Batch, IncomingRequest, OutgoingRequest
-from .progress import IGNORE, TERMINAL_TASK_STATUSES
-from .rules import Rule
+from .progress import IGNORE, TERMINAL_TASK_STATUSES, ProgressTracker
+from .rules import Problem, Rule
 from .state import Phase
-from .stateless import RequestMeta
+from .stateless import LISTEN, RequestMeta, Subscriptions
 
-__all__ = ["Handler", "Inbound", "RequestHandler"]
+if TYPE_CHECKING:
+    from .negotiating import Negotiation
+    from .parts import Parts
+
+__all__ = ["Handler", "Receiver", "RequestHandler", "what_it_is"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
+
+#: Requests whose result reports a task's status.
+_TASK_STATUS: Final = frozenset({"tasks/get", "tasks/cancel"})
 
 
 class RequestHandler(Protocol):
     """Handles one request, given its checked ``_meta`` in the stateless model."""
 
     def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
+
+
+def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
+    """Whether a message is answered (a request, or something unreadable), with the id
+    to answer with and its method, as far as they can be read."""
+    try:
+        envelope = envelope_decoder().decode(data)
+    except DECODE_FAILURES:
+        return True, None, None
+    method = envelope.method if isinstance(envelope.method, str) else None
+    if envelope.method is UNSET:
+        return envelope.result is UNSET and envelope.error is UNSET, None, None
+    if envelope.id is UNSET:
+        return False, None, method
+    return True, envelope.id if is_id(envelope.id) else None, method
+
+
+def settle(
+    progress: ProgressTracker,
+    subscriptions: Subscriptions,
+    record: IncomingRequest | OutgoingRequest,
+    result: Any,
+) -> None:
+    """A request was answered, either way (``result`` is ``None`` for an error): its
+    progress token is done, or kept for its task; its subscription is closed; a task
+    it reported terminal is finished."""
+    token = record.progress_token
+    if token is not None:
+        tokens = progress.expected if record.__class__ is OutgoingRequest else progress.reporting
+        task = getattr(result, "task", None) if record.task else None
+        tokens.finish(token, task_id=getattr(task, "task_id", None))
+    method = record.method
+    if method == LISTEN:
+        subscriptions.closed(record.id)
+    elif method in _TASK_STATUS and getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
+        progress.task_finished(result.task_id)
 
 
 #: From this size on, a message that arrives while one request is outstanding is
@@ -89,17 +134,48 @@ def _struct_params(cls: type) -> bool:
     )
 
 
-class Inbound(SessionCore):
-    """The receiving half of a session."""
+class Receiver:
+    """The receiving part of a session: ``receive``, and the dispatch table behind it.
 
-    _handlers: dict[type, Handler]
+    It shares the session's parts (lifecycle, pending table, progress tracker,
+    subscriptions, terms) and hands the messages that negotiate to the session's
+    negotiation part.
+    """
+
+    def __init__(self, parts: Parts) -> None:
+        self._terms = terms = parts.terms
+        self._life = parts.life
+        self._pending = pending = parts.pending
+        #: The two directions of the pending table (the same dicts, read on hot paths).
+        self._incoming = pending.incoming
+        self._outgoing = pending.outgoing
+        self._progress = progress = parts.progress
+        self._expected = progress.expected
+        self._reporting = progress.reporting
+        self._subscriptions = subscriptions = parts.subscriptions
+        self._v = parts.violations
+        self._max_bytes = parts.limits.max_message_bytes
+        self._max_in_flight = parts.limits.max_requests_in_flight
+        #: Switches the session to another revision (a server's first message).
+        self._switch = parts.switch
+        #: What the rules see of the sender of a received message: the peer.
+        self._peer = SenderView(terms.peer_role, pending, subscriptions, receiving=True)
+        self._negotiation: Negotiation
+
+    def attach(self, negotiation: Negotiation) -> None:
+        """The negotiation part whose messages this part hands over; builds the table."""
+        self._negotiation = negotiation
+        self.rebuild()
 
     # -- the dispatch table ---------------------------------------------------------------------
 
-    def _changed(self) -> None:
+    def rebuild(self) -> None:
         """Build the dispatch table of the revision and capability set in use."""
-        codec = self._codec
-        peer_requests = self._peer_requests
+        terms = self._terms
+        codec = self._codec = terms.codec
+        self._decode = terms.decode
+        peer_requests = terms.peer_requests
+        self._reads_meta = terms.model.reads_request_meta(terms.role)
         #: Request classes that may be task-augmented (``params.task``).
         self._task_classes = frozenset(
             codec.requests[m] for m in codec.task_results if m in peer_requests
@@ -114,26 +190,34 @@ class Inbound(SessionCore):
             ResultResponse: self._on_result,
             ErrorResponse: self._on_error,
         }
-        special = self._notification_handlers()
-        for method in self._peer_notifications:
-            handlers[codec.notifications[method]] = special.get(method, self._on_notification)
-        special = self._request_handlers()
+        negotiating = self._negotiation.handlers(self)
+        special: dict[str, Handler] = {
+            "notifications/cancelled": self._on_cancelled,
+            "notifications/progress": self._on_progress,
+            "notifications/tasks/status": self._on_task_status,
+        }
+        for method in terms.peer_notifications:
+            handler = negotiating.get(method) or special.get(method, self._on_notification)
+            handlers[codec.notifications[method]] = handler
         #: Request classes refused outright: the capability this side did not declare.
         self._refused: dict[type, Path] = {}
         for method in peer_requests:
             cls = codec.requests[method]
-            handler = special.get(method)
-            handlers[cls] = self._request_handler(cls) if handler is None else handler
-            path = self._own_gate.static(method)
+            handler = negotiating.get(method)
+            if handler is None:
+                accept = self._accept_handler(cls)
+                handler = self._with_meta(cls, accept) if self._reads_meta else accept
+            handlers[cls] = handler
+            path = terms.refused_capability(method)
             if path is not None:
                 self._refused[cls] = path
-                if not self._per_request_meta:  # else checked after the request's _meta
+                if not self._reads_meta:  # else checked after the request's _meta
                     handlers[cls] = self._refuse_capability
-        for method, rules in self._peer_rules.items():
+        for method, rules in terms.peer_rules.items():
             if method in peer_requests:
                 cls = codec.requests[method]
                 handlers[cls] = self._ruled(handlers[cls], rules, request=True)
-            elif method in self._peer_notifications:
+            elif method in terms.peer_notifications:
                 cls = codec.notifications[method]
                 handlers[cls] = self._ruled(handlers[cls], rules, request=False)
         self._handlers = handlers
@@ -141,41 +225,28 @@ class Inbound(SessionCore):
     def _ruled(self, handler: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
         """``handler`` behind the message rules of its method (:mod:`.checks`): a request
         that breaks one is refused with the rule's error, a notification reported."""
+        peer = self._peer
 
         def ruled(message: Any, *args: Any) -> list[Event]:
-            broken = first_problem(rules, message)
+            broken = first_problem(rules, message, peer)
             if broken is None:
                 return handler(message, *args)
             problem = broken[1]
+            if problem is IGNORED:
+                return []
             if not request:
-                return [self._reported(problem, method=message.method)]
+                return [self._v.reported(problem, method=message.method)]
             if message.id in self._incoming:
-                return [self._duplicate(message)]
-            return [self._refuse(message, problem.rule, problem.reason, problem.path)]
+                return [self._v.duplicate(message)]
+            return [self._v.refuse_problem(message, problem)]
 
         return ruled
-
-    def _notification_handlers(self) -> dict[str, Handler]:
-        """Handlers of the notifications that do more than become an event, by method."""
-        return {
-            "notifications/cancelled": self._on_cancelled,
-            "notifications/progress": self._on_progress,
-            "notifications/tasks/status": self._on_task_status,
-        }
-
-    def _request_handler(self, cls: type) -> Handler:
-        """The handler of requests of ``cls`` (one without a handler of its own)."""
-        return self._accept_handler(cls)
 
     def _accept_handler(self, cls: type) -> RequestHandler:
         """What takes in a request of ``cls`` that may arrive now."""
         if cls in self._mode_classes or not _struct_params(cls):
-            return self._on_request
+            return self.on_request
         return self._plain_request_handler(cls)
-
-    def _request_handlers(self) -> dict[str, Handler]:
-        """Handlers of the requests that do more, by method."""
-        return {}
 
     # -- receiving ---------------------------------------------------------------------------------
 
@@ -197,20 +268,20 @@ class Inbound(SessionCore):
                 if len(data) < _ONE_PASS_SIZE:
                     message = self._decode(data)
                 elif len(data) > self._max_bytes:
-                    return [self._oversized(len(data))]
+                    return [self._v.oversized(len(data))]
                 elif len(self._outgoing) == 1:
                     message = self._awaited(data)
                 else:
                     message = self._decode(data)
             except InvalidMessage as exc:
-                return [self._invalid(exc, data)]
+                return [self._v.invalid(exc, data)]
             handler = self._handlers.get(message.__class__)
             if handler is not None:
                 return handler(message)
             return self._unhandled(message, data, False)
         except Exception as exc:
             answer, request_id, method = what_it_is(data)
-            return [self._internal_failure(exc, request_id, method, answer)]
+            return [self._v.internal_failure(exc, request_id, method, answer)]
 
     def _awaited(self, data: bytes) -> Any:
         """``codec.decode`` while one request is outstanding: its response, the likeliest
@@ -227,14 +298,20 @@ class Inbound(SessionCore):
 
     def _receive_gated(self, data: bytes) -> list[Event]:
         """``receive`` while the lifecycle gates what may arrive."""
-        if self._life.phase is Phase.CLOSED:
-            return [self._violation(Rule.SESSION_CLOSED, "the session is closed")]
+        phase = self._life.phase
+        if phase is Phase.CLOSED:
+            return [self._v.violation(Rule.SESSION_CLOSED, "the session is closed")]
+        if phase is Phase.IDLE:
+            # The revision of the first message may not be known yet.
+            target = self._negotiation.first_revision(data)
+            if target is not None and target != self._codec.revision:
+                self._switch(target)
         if len(data) > self._max_bytes:
-            return [self._oversized(len(data))]
+            return [self._v.oversized(len(data))]
         try:
             message = self._decode(data)
         except InvalidMessage as exc:
-            return [self._invalid(exc, data)]
+            return [self._v.invalid(exc, data)]
         return self._deliver(message, data, True)
 
     def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:
@@ -253,7 +330,7 @@ class Inbound(SessionCore):
         """A batch, or a message of the wrong direction."""
         if message.__class__ is list:
             return self._receive_batch(message, data, gated)
-        return [self._wrong_direction(message)]
+        return [self._v.wrong_direction(message)]
 
     def _gate(self, message: Any) -> ProtocolViolation | None:
         """The violation of a request or notification the current phase does not allow
@@ -264,19 +341,20 @@ class Inbound(SessionCore):
         gate = self._life.receive_gate
         if hasattr(message, "id"):
             allowed = gate.requests
-            if self._per_request_meta or allowed is None or method in allowed:
+            if self._reads_meta or allowed is None or method in allowed:
                 return None
             if message.id in self._incoming:
-                return self._duplicate(message)
-            return self._gate_violation(method, message.id)
+                return self._v.duplicate(message)
+            return self._v.out_of_phase(method, message.id)
         allowed = gate.notifications
         if allowed is None or method in allowed:
             return None
-        return self._gate_violation(method, None)
+        return self._v.out_of_phase(method, None)
 
     def _receive_batch(self, items: list[Any], data: bytes, gated: bool) -> list[Event]:
         """A 2025-03-26 batch: the events of every member; the answers go out together."""
-        batch = self._batch = Batch()
+        pending = self._pending
+        batch = pending.batch = Batch()
         events: list[Event] = []
         try:
             for index, item in enumerate(items):
@@ -288,14 +366,11 @@ class Inbound(SessionCore):
                     request_id = getattr(item, "id", None)
                     method = getattr(item, "method", None)
                     answer = request_id is not None and method is not None
-                    events.append(self._internal_failure(exc, request_id, method, answer))
+                    events.append(self._v.internal_failure(exc, request_id, method, answer))
         finally:
-            self._batch = None
-        if not batch.complete:
-            self._open_batches[batch] = None
-            if batch.null_owed:
-                self._null_batches[batch] = None
-        elif batch.responses:  # answers made at once (beyond max_requests_in_flight)
+            pending.batch = None
+        pending.batch_received(batch)
+        if batch.complete and batch.responses:  # answers made at once (over the limit)
             events.append(
                 Outgoing(data=self._codec.encode(batch.responses), message=list(batch.responses))
             )
@@ -304,10 +379,10 @@ class Inbound(SessionCore):
     def _batch_member(self, item: Any, data: bytes, index: int, gated: bool) -> list[Event]:
         """The events of batch member ``index``: decoded, or what the codec refused."""
         if isinstance(item, InvalidMessage):
-            return [self._invalid(item, data, index)]
+            return [self._v.invalid(item, data, index)]
         if getattr(item, "method", None) == "initialize":
             return [
-                self._violation(
+                self._v.violation(
                     Rule.INITIALIZE_IN_BATCH,
                     "initialize is never part of a batch",
                     request_id=item.id,
@@ -321,11 +396,56 @@ class Inbound(SessionCore):
 
     def _refuse_capability(self, message: Any) -> list[Event]:
         if message.id in self._incoming:
-            return [self._duplicate(message)]
-        return [self._capability_violation(message, self._refused[message.__class__])]
+            return [self._v.duplicate(message)]
+        return [self._v.capability(message, self._refused[message.__class__])]
+
+    def _with_meta(self, cls: type, accept: RequestHandler) -> Handler:
+        """The handler of requests of ``cls`` in a model whose requests carry the
+        negotiation in ``_meta``: it is checked first; ``accept`` takes them in once it
+        passed. What does not change per message is bound once, here."""
+        incoming = self._incoming
+        reader = self._terms.meta_reader
+        assert reader is not None
+        read = reader.read
+        terms = self._terms
+        negotiation = self._negotiation
+
+        def on_request_with_meta(message: Any) -> list[Event]:
+            if message.id in incoming:
+                return [self._v.duplicate(message)]
+            meta = message.params.meta
+            checked = read(meta)
+            if not isinstance(checked, RequestMeta):
+                return [self._meta_refused(message, meta, checked)]
+            ready = None if terms.ready_emitted else negotiation.ready_by_request(checked)
+            path = self._refused.get(cls)
+            events: list[Event] = (
+                [self._v.capability(message, path)]
+                if path is not None
+                else accept(message, checked)
+            )
+            if ready is not None:
+                events.insert(0, ready)
+            return events
+
+        return on_request_with_meta
+
+    def _meta_refused(
+        self, message: Any, meta: dict[str, Any], problem: Problem
+    ) -> ProtocolViolation:
+        """The violation of a request whose ``_meta`` breaks ``problem.rule`` (-32022
+        names the versions this side accepts, newest first)."""
+        data = None
+        if problem.rule is Rule.UNSUPPORTED_PROTOCOL_VERSION:
+            requested = meta.get(META_PROTOCOL_VERSION)  # a string: checked already
+            data = {
+                "supported": list(reversed(self._terms.accepted)),
+                "requested": clip(requested) if isinstance(requested, str) else None,
+            }
+        return self._v.refuse(message, problem.rule, problem.reason, problem.path, data)
 
     def _plain_request_handler(self, cls: type) -> RequestHandler:
-        """:meth:`_on_request` for the usual request, of class ``cls``: its params a
+        """:meth:`on_request` for the usual request, of class ``cls``: its params a
         Struct with ``_meta``, its capability settled by its class unless it is
         task-augmented. What does not change per message (the method, whether the class
         may be task-augmented, the session's tables) is bound once, here."""
@@ -333,17 +453,17 @@ class Inbound(SessionCore):
         may_task = cls in self._task_classes
         incoming = self._incoming
         begin = self._reporting.begin
-        on_request = self._on_request
+        on_request = self.on_request
         take_in = self._take_in
-
+        violations = self._v
         max_in_flight = self._max_in_flight
 
         def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
             request_id = message.id
             if request_id in incoming:
-                return [self._duplicate(message)]
+                return [violations.duplicate(message)]
             if len(incoming) >= max_in_flight:
-                return [self._over_limit(message)]
+                return [violations.over_limit(message)]
             params = message.params
             if may_task and params.task is not UNSET:
                 return on_request(message, checked)
@@ -358,25 +478,25 @@ class Inbound(SessionCore):
 
         return on_plain_request
 
-    def _on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
+    def on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
         """Take in a request of the peer that may arrive now: a duplicate id, the
         capability of a task-augmented request or URL elicitation and the progress token
         checked, the pending-table record and the event made. ``checked`` is the
         request's ``_meta`` in the stateless model."""
         request_id = message.id
         if request_id in self._incoming:
-            return [self._duplicate(message)]
+            return [self._v.duplicate(message)]
         if len(self._incoming) >= self._max_in_flight:
-            return [self._over_limit(message)]
+            return [self._v.over_limit(message)]
         params = message.params
         cls = message.__class__
         task = False
         if cls in self._param_classes:
             task = cls in self._task_classes and params.task is not UNSET
             if task or cls in self._mode_classes:
-                missing = self._own_gate.missing(message)
+                missing = self._terms.own_gate.missing(message)
                 if missing is not None:
-                    return [self._capability_violation(message, missing)]
+                    return [self._v.capability(message, missing)]
         # params_meta(params), inline: a Struct's meta, else the open params' _meta.
         meta = getattr(params, "meta", None)
         if meta.__class__ is dict:
@@ -404,7 +524,7 @@ class Inbound(SessionCore):
         checked: RequestMeta | None,
     ) -> list[Event]:
         """A request that passed every check: its pending-table record and its event."""
-        batch = self._batch
+        batch = self._pending.batch
         if checked is None:
             self._incoming[request_id] = IncomingRequest(request_id, method, token, task, batch)
             event = RequestReceived(message, request_id, method, token)
@@ -428,6 +548,8 @@ class Inbound(SessionCore):
                 checked.client_info,
                 checked.log_level,
             )
+            if method == LISTEN:
+                self._subscriptions.opened(request_id, as_json(message.params.notifications))
         if batch is not None:
             batch.waiting.add(request_id)
         return [event]
@@ -436,7 +558,7 @@ class Inbound(SessionCore):
         """The violation of a request whose progress token the tracker refused."""
         problem = token_problem(token, self._reporting)
         assert problem is not None  # the tracker refuses only what the check refuses
-        return self._refuse(message, problem.rule, problem.reason, problem.path)
+        return self._v.refuse_problem(message, problem)
 
     def _loose_token(self, message: Any) -> Any:
         """The progress token in the open params (a plain object) of ``ping``,
@@ -445,37 +567,45 @@ class Inbound(SessionCore):
         meta = message.params.get("_meta")
         if meta is None or meta.__class__ is dict:
             return None if meta is None else meta.get("progressToken")
-        return self._refuse(
+        return self._v.refuse(
             message, Rule.INVALID_PARAMS, f"not an object: {show(meta)}", "$.params._meta"
         )
 
     # -- notifications -----------------------------------------------------------------------------
 
-    def _on_notification(self, message: Any) -> list[Event]:
+    @staticmethod
+    def _on_notification(message: Any) -> list[Event]:
         return [NotificationReceived(message, message.method)]
 
     def _on_cancelled(self, message: Any) -> list[Event]:
-        """The peer cancelled a request of its own: drop it, never answer it."""
+        """The peer cancelled a request of its own (never answered now), or, in
+        2026-07-28, a server ended a subscription this side opened (the rule table
+        decided it may)."""
         request_id = message.params.request_id
         record = self._incoming.get(request_id)
-        if record is None:
-            return [self._cancelled(message, False)]
-        problem = cancel_problem(record.method, stateless=False, by_server=False)
-        if problem is not None:
-            return [self._reported(problem, method=message.method)]
-        del self._incoming[request_id]
-        self._pending.cancelled_in.add(request_id)
-        if record.progress_token is not None:
-            self._reporting.finish(record.progress_token, cancelled=True)
-        self._subscriptions.closed(request_id)
-        events: list[Event] = [self._cancelled(message, True)]
-        batch = record.batch
-        if batch is not None:
-            batch.waiting.discard(request_id)
-            flushed = self._flush_batch(batch)
-            if flushed:
-                events.append(Outgoing(data=flushed, message=list(batch.responses)))
-        return events
+        if record is not None:
+            del self._incoming[request_id]
+            self._pending.cancelled_in.add(request_id)
+            if record.progress_token is not None:
+                self._reporting.finish(record.progress_token, cancelled=True)
+            self._subscriptions.closed(request_id)
+            events: list[Event] = [self._cancelled(message, True)]
+            batch = record.batch
+            if batch is not None:
+                batch.waiting.discard(request_id)
+                flushed = self._pending.flush(batch, self._codec.encode)
+                if flushed:
+                    events.append(Outgoing(data=flushed, message=list(batch.responses)))
+            return events
+        served = self._outgoing.get(request_id)
+        if (
+            served is not None
+            and served.method == LISTEN
+            and self._subscriptions.closed(request_id)
+        ):
+            del self._outgoing[request_id]
+            return [self._cancelled(message, True)]
+        return [self._cancelled(message, False)]
 
     @staticmethod
     def _cancelled(message: Any, active: bool) -> RequestCancelled:
@@ -524,7 +654,7 @@ class Inbound(SessionCore):
             reason = f"no active request has progress token {show(token)}"
             path = "$.params.progressToken"
         return [
-            self._violation(
+            self._v.violation(
                 verdict, reason, path=path, request_id=request_id, method=message.method
             )
         ]
@@ -542,33 +672,37 @@ class Inbound(SessionCore):
         if record is None:
             return self._stray(response.id)
         if record.method == "initialize":
-            return self._on_initialize_result(record, response)
+            return self._negotiation.initialize_answered(record, response)
         result = response.result
         if result.__class__ is Raw:  # else typed already (``_awaited``)
             try:
                 result = self._codec.decode_result(record.method, result, task=record.task)
             except InvalidMessage as exc:
-                self._settle_outgoing(record, None)
-                return self._result_refused(record, exc, result)
+                self._settle(record, None)
+                events: list[Event] = [self._v.invalid_result(record, exc)]
+                self._negotiation.result_refused(record, result, events)
+                return events
         if record.plain:  # the usual answer: nothing to check or settle
             return [ResponseReceived(record.id, record.method, result, record.request)]
         return self._on_typed_result(record, result)
 
     def _on_typed_result(self, record: OutgoingRequest, result: Any) -> list[Event]:
+        """The events of ``result``, typed, for ``record`` (taken out of the table)."""
         received = ResponseReceived(record.id, record.method, result, record.request)
         if record.plain:
             return [received]
-        problem = self._check_result(record, result)
-        self._settle_outgoing(record, result)
+        terms = self._terms
+        problem = terms.model.result_problem(result, record.capabilities, terms.client_defined)
+        self._settle(record, result)
         if problem is not None:
-            return [problem]
+            return [self._v.of_result(record, problem.rule, problem.reason, problem.path)]
         events: list[Event] = [received]
-        self._after_result(record, result, events)
+        self._negotiation.result_received(record, result, events)
         return events
 
-    def _settle_outgoing(self, record: OutgoingRequest, result: Any) -> None:
+    def _settle(self, record: OutgoingRequest, result: Any) -> None:
         """A request of this side was answered (``result`` ``None`` for an error)."""
-        self._settle(self._expected, record, result)
+        settle(self._progress, self._subscriptions, record, result)
         if record.method == "tasks/result":
             task_id = getattr(getattr(record.request, "params", None), "task_id", None)
             if isinstance(task_id, str):
@@ -579,40 +713,22 @@ class Inbound(SessionCore):
         violation."""
         if self._pending.cancelled_out.discard(request_id):
             return []  # a response after cancellation is ignored
-        return [
-            self._violation(
-                Rule.UNKNOWN_RESPONSE_ID,
-                f"no outstanding request has id {show(request_id)}",
-                path="$.id",
-                request_id=request_id,
-            )
-        ]
-
-    def _result_violation(
-        self, record: OutgoingRequest, rule: Rule, reason: str, path: str
-    ) -> ProtocolViolation:
-        """The violation of a result for ``record`` (never answered)."""
-        return self._violation(rule, reason, path=path, request_id=record.id, method=record.method)
-
-    def _invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
-        return self._result_violation(record, Rule.INVALID_RESULT, exc.reason, exc.path)
-
-    def _result_refused(
-        self, record: OutgoingRequest, exc: InvalidMessage, raw: Raw | None = None
-    ) -> list[Event]:
-        """The events of a result for ``record`` that is not of its type (``record``
-        already settled; ``raw`` is the result as received)."""
-        return [self._invalid_result(record, exc)]
+        return [self._v.stray(request_id)]
 
     def _on_error(self, response: ErrorResponse) -> list[Event]:
         request_id = response.id
         if request_id is None or request_id is UNSET:
-            # The peer could not read a message of this side (id null, or left out).
-            return [ErrorReceived(request_id=None, method=None, error=response.error, request=None)]
+            # The peer could not read a message of this side (id null, or left out);
+            # negotiation may know which (an older server that cannot read the probe).
+            request_id = self._negotiation.unreadable_request()
+            if request_id is None:
+                return [
+                    ErrorReceived(request_id=None, method=None, error=response.error, request=None)
+                ]
         record = self._outgoing.pop(request_id, None)
         if record is None:
             return self._stray(request_id)
-        self._settle_outgoing(record, None)
+        self._settle(record, None)
         events: list[Event] = [
             ErrorReceived(
                 request_id=record.id,
@@ -621,25 +737,5 @@ class Inbound(SessionCore):
                 request=record.request,
             )
         ]
-        self._after_error(record, response.error, events)
+        self._negotiation.error_received(record, response.error, events)
         return events
-
-    # -- what a side adds ----------------------------------------------------------------------
-
-    def _on_initialize_result(
-        self, record: OutgoingRequest, response: ResultResponse
-    ) -> list[Event]:
-        """The answer to ``initialize``, which only a client sends."""
-        raise NotImplementedError
-
-    def _check_result(self, record: OutgoingRequest, result: Any) -> ProtocolViolation | None:
-        """What is wrong with a typed result beyond its type."""
-        return None
-
-    def _after_result(self, record: OutgoingRequest, result: Any, events: list[Event]) -> None:
-        """Bookkeeping after a result of ``record.method``; may add events."""
-
-    def _after_error(
-        self, record: OutgoingRequest, error: ErrorObject, events: list[Event]
-    ) -> None:
-        """Bookkeeping after an error response; may add events."""

@@ -1,27 +1,27 @@
 """Sending: a generated message in, the bytes to write out.
 
-``send`` checks a message against every rule the session keeps before it records
-anything: the revision and direction of the method, the lifecycle gate, the pending
-table, the peer's capabilities, progress tokens, and what only one side checks (the
-hooks ``_before_request``, ``_stamp``, ``_before_notification``, ``_before_result``,
-``_before_error`` of :class:`~mcpspec.runtime.server.ServerSession` and
-:class:`~mcpspec.runtime.client.ClientSession`). A message that breaks a rule raises a
-:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves no trace.
+:class:`Sender` is the sending part of a session. ``send`` checks a message against
+every rule the session keeps before it records anything: the revision and direction of
+the method, the lifecycle gate, the pending table, the peer's capabilities, progress
+tokens, the rule table (:mod:`.checks`), what the protocol model adds (:mod:`.models`)
+and, for the messages that negotiate, the negotiation part. A message that breaks a
+rule raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves
+no trace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
 
 from .capabilities import as_json, has_capability, required_capability
-from .checks import cancel_problem, first_problem, misuse, token_problem
-from .core import Sendable, SessionCore, params_meta
+from .checks import SenderView, first_problem, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
+from .inbound import settle
 from .misuse import (
     CapabilityError,
     ProgressError,
@@ -30,18 +30,43 @@ from .misuse import (
     SessionClosed,
     StateError,
 )
+from .models import misuse_of_result
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import IGNORE, TERMINAL_TASK_STATUSES
 from .rules import RULES, Rule
 from .state import Phase
 from .stateless import LISTEN
 
-__all__ = ["Outbound"]
+if TYPE_CHECKING:
+    from .negotiating import Negotiation
+    from .parts import Parts
+
+__all__ = ["Sendable", "Sender", "params_meta", "revision_of"]
+
+#: What ``send`` takes: a generated request or notification, or a response envelope.
+Sendable: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
 #: Methods whose results update more than the pending table.
 _RESULT_HOOKED: Final = frozenset(
     {"initialize", "server/discover", LISTEN, "tasks/get", "tasks/cancel", "tasks/result"}
 )
+#: Requests that negotiate, and so may pick the revision before negotiation.
+_NEGOTIATING: Final = frozenset({"initialize", "server/discover"})
+
+
+def params_meta(params: Any) -> Any:
+    """The ``_meta`` of request params: a Struct's ``meta``, the ``_meta`` member of the
+    open params of ``ping``, ``roots/list``, ... up to 2025-06-18 (plain objects), or
+    ``None``."""
+    meta = getattr(params, "meta", None)
+    if meta is None and params.__class__ is dict:
+        return params.get("_meta")
+    return None if meta is UNSET else meta
+
+
+def revision_of(cls: type) -> str:
+    """``mcpspec.v2025_11_25.X`` -> ``"2025-11-25"``."""
+    return cls.__module__.rpartition(".v")[2].replace("_", "-")
 
 
 def _with_token(message: Any, token: Any) -> Any:
@@ -66,8 +91,33 @@ def _with_token(message: Any, token: Any) -> Any:
     return msgspec.structs.replace(message, params=params)
 
 
-class Outbound(SessionCore):
-    """The sending half of a session."""
+class Sender:
+    """The sending part of a session: ``send`` and what builds on it.
+
+    It shares the session's parts (lifecycle, pending table, progress tracker,
+    subscriptions, terms) and hands the messages that negotiate to the session's
+    negotiation part.
+    """
+
+    def __init__(self, parts: Parts) -> None:
+        self._terms = terms = parts.terms
+        self._life = parts.life
+        self._pending = pending = parts.pending
+        self._incoming = pending.incoming
+        self._outgoing = pending.outgoing
+        self._progress = progress = parts.progress
+        self._expected = progress.expected
+        self._reporting = progress.reporting
+        self._subscriptions = subscriptions = parts.subscriptions
+        #: Switches the session to another revision (an opening request of another).
+        self._switch = parts.switch
+        #: What the rules see of the sender of a sent message: this side.
+        self._own = SenderView(terms.role, pending, subscriptions, receiving=False)
+        self._negotiation: Negotiation
+
+    def attach(self, negotiation: Negotiation) -> None:
+        """The negotiation part whose messages this part hands over."""
+        self._negotiation = negotiation
 
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` (a generated request or notification of the revision
@@ -78,7 +128,9 @@ class Outbound(SessionCore):
 
         ``progress_token`` asks the peer for progress on a request: it is put into
         ``params._meta.progressToken`` (building the params when the request has none),
-        the same as sending the request with it there.
+        the same as sending the request with it there. Before negotiation, an
+        ``initialize`` or ``server/discover`` of any accepted revision also picks that
+        revision.
 
         Raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass when the
         message breaks a rule; nothing is recorded then.
@@ -96,15 +148,12 @@ class Outbound(SessionCore):
                 f"send() takes a generated request or notification, a ResultResponse or an "
                 f"ErrorResponse; got {cls.__name__}"
             )
-        if cls.__module__ != self._module.__name__:
-            raise RevisionError(
-                Rule.WRONG_REVISION,
-                f"{cls.__module__}.{cls.__name__} is not a type of revision "
-                f"{self._codec.revision} (use session.types)",
-            )
-        rules = self._own_rules.get(method)
+        terms = self._terms
+        if cls.__module__ != terms.module.__name__:
+            self._other_revision(cls, method)
+        rules = terms.own_rules.get(method)
         if rules is not None:
-            broken = first_problem(rules, message)
+            broken = first_problem(rules, message, self._own)
             if broken is not None:
                 raise misuse(broken[1], broken[0].error)
         if hasattr(message, "id"):
@@ -113,14 +162,34 @@ class Outbound(SessionCore):
             raise TypeError("progress_token is for requests")
         return self._send_notification(message, method)
 
+    def _other_revision(self, cls: type, method: str) -> None:
+        """A message of another revision's types: before negotiation, an opening request
+        of an accepted revision switches to it; else it is refused."""
+        revision = revision_of(cls)
+        terms = self._terms
+        if (
+            method in _NEGOTIATING
+            and self._life.phase in (Phase.IDLE, Phase.PROBING)
+            and revision in terms.accepted
+            and terms.sends_in(revision, method)
+        ):
+            self._switch(revision)
+        if cls.__module__ != self._terms.module.__name__:
+            raise RevisionError(
+                Rule.WRONG_REVISION,
+                f"{cls.__module__}.{cls.__name__} is not a type of revision "
+                f"{self._terms.codec.revision} (use session.types)",
+            )
+
     def send_batch(self, messages: Sequence[Sendable]) -> bytes:
         """The bytes of a JSON-RPC batch of requests and notifications (revision
         2025-03-26 only). If one member is refused, the requests registered before it
         are forgotten and the exception propagates."""
-        if not self._codec.batches:
+        codec = self._terms.codec
+        if not codec.batches:
             raise RevisionError(
                 Rule.BATCH_NOT_ALLOWED,
-                f"revision {self._codec.revision} has no JSON-RPC batches",
+                f"revision {codec.revision} has no JSON-RPC batches",
             )
         if not messages:
             raise RevisionError(Rule.BATCH_NOT_ALLOWED, "a batch cannot be empty")
@@ -149,7 +218,7 @@ class Outbound(SessionCore):
     def cancel(self, request_id: RequestId, reason: str | None = None) -> bytes:
         """Send ``notifications/cancelled`` for an outstanding request of this side; its
         late response will be ignored."""
-        module = self._module
+        module = self._terms.module
         params = module.CancelledNotificationParams(
             request_id=request_id, reason=UNSET if reason is None else reason
         )
@@ -169,10 +238,11 @@ class Outbound(SessionCore):
     ) -> None:
         """A ``kind`` (request or notification) of ``method`` is one this side sends in the
         revision in use (``own``), and one the lifecycle lets through now (``allowed``)."""
+        terms = self._terms
         if method not in own:
             raise RevisionError(
                 Rule.METHOD_NOT_FOUND,
-                f"{method!r} is not a {self._role.value} {kind} in revision {self._codec.revision}",
+                f"{method!r} is not a {terms.role.value} {kind} in revision {terms.codec.revision}",
             )
         if allowed is not None and method not in allowed:
             raise StateError(
@@ -180,22 +250,27 @@ class Outbound(SessionCore):
             )
 
     def _send_request(self, message: Any, method: str, token_arg: int | str | None) -> bytes:
-        self._check_method(method, "request", self._own_requests, self._life.send_gate.requests)
+        terms = self._terms
+        self._check_method(method, "request", terms.own_requests, self._life.send_gate.requests)
         request_id = message.id
         if request_id in self._outgoing:
             raise RequestIdError(
                 Rule.DUPLICATE_REQUEST_ID, f"request id {request_id!r} is already outstanding"
             )
-        self._before_request(message, method)
-        peer_caps = self._peer_caps
+        negotiating = method in _NEGOTIATING
+        if negotiating:
+            self._negotiation.sending(message, method)
+        peer_caps = terms.peer_caps
         if peer_caps is not None:
-            path = required_capability(message, self._peer_table, self._peer_defined)
+            path = required_capability(message, terms.peer_table, terms.peer_defined)
             if path is not None and not has_capability(peer_caps, path):
                 raise CapabilityError(
                     Rule.CAPABILITY_NOT_DECLARED,
                     f"the peer did not declare the {'.'.join(path)} capability {method} needs",
                 )
-        message, caps_json, log_level = self._stamp(message)
+        message, caps_json, log_level = terms.model.stamp_request(
+            terms.role, message, terms.codec.revision, terms.own_caps, terms.info_json
+        )
         params: Any = getattr(message, "params", None)
         meta = params_meta(params)
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -212,8 +287,9 @@ class Outbound(SessionCore):
             problem = token_problem(token, self._expected)
             if problem is not None:
                 raise misuse(problem, ProgressError)
-        data = self._codec.encode(message)
-        task = getattr(params, "task", UNSET) is not UNSET and method in self._codec.task_results
+        codec = terms.codec
+        data = codec.encode(message)
+        task = getattr(params, "task", UNSET) is not UNSET and method in codec.task_results
         self._outgoing[request_id] = OutgoingRequest(
             request_id,
             method,
@@ -225,31 +301,22 @@ class Outbound(SessionCore):
             plain=token is None
             and not task
             and method not in _RESULT_HOOKED
-            and method not in self._input_methods,
+            and method not in terms.input_methods,
         )
         if token is not None:
             self._expected.begin(token, request_id)
         if method == LISTEN:
             self._subscriptions.opened(request_id, as_json(params.notifications))
-        self._after_request(message, method)
+        if negotiating:
+            self._negotiation.sent(message, method)
         return data
-
-    def _before_request(self, message: Any, method: str) -> None:
-        """Checks of one side before a request is recorded (may raise)."""
-
-    def _after_request(self, message: Any, method: str) -> None:
-        """Bookkeeping of one side after a request is recorded."""
-
-    def _stamp(self, message: Any) -> tuple[Any, dict[str, Any] | None, int | None]:
-        """The request to send (a side may add to it), the client capabilities it
-        declares and the rank of its log level (2026-07-28)."""
-        return message, None, None
 
     # -- notifications ------------------------------------------------------------------------
 
     def _send_notification(self, message: Any, method: str) -> bytes:
+        terms = self._terms
         self._check_method(
-            method, "notification", self._own_notifications, self._life.send_gate.notifications
+            method, "notification", terms.own_notifications, self._life.send_gate.notifications
         )
         if method == "notifications/cancelled":
             self._send_cancel(message)
@@ -267,34 +334,37 @@ class Outbound(SessionCore):
         elif method == "notifications/tasks/status":
             if message.params.status in TERMINAL_TASK_STATUSES:
                 self._progress.task_finished(message.params.task_id)
-        else:
-            self._before_notification(message, method)
-        return self._codec.encode(message)
-
-    def _before_notification(self, message: Any, method: str) -> None:
-        """Checks of one side of other notifications (may raise)."""
+        elif method == "notifications/initialized":
+            self._negotiation.sending(message, method)
+        return terms.codec.encode(message)
 
     def _send_cancel(self, message: Any) -> None:
-        """This side cancels a request it sent: its late response will be ignored."""
+        """This side cancels a request it sent (its late response will be ignored), or,
+        in 2026-07-28, a server ends a subscription it serves (the rule table decided it
+        may)."""
         request_id = message.params.request_id
         record = self._outgoing.get(request_id)
-        if record is None:
-            raise RequestIdError(
-                Rule.UNKNOWN_RESPONSE_ID,
-                f"no outstanding request of this side has id {request_id!r}",
-            )
-        problem = cancel_problem(record.method, stateless=False, by_server=False)
-        if problem is not None:
-            raise misuse(problem)
-        del self._outgoing[request_id]
-        self._pending.cancelled_out.add(request_id)
-        if record.progress_token is not None:
-            self._expected.finish(record.progress_token, cancelled=True)
-        if record.log_level is not None:
-            current = self._cancelled_log_level
-            if current is None or record.log_level < current:
-                self._cancelled_log_level = record.log_level
-        self._subscriptions.closed(request_id)
+        if record is not None:
+            del self._outgoing[request_id]
+            pending = self._pending
+            pending.cancelled_out.add(request_id)
+            if record.progress_token is not None:
+                self._expected.finish(record.progress_token, cancelled=True)
+            if record.log_level is not None:
+                current = pending.cancelled_log_rank
+                if current is None or record.log_level < current:
+                    pending.cancelled_log_rank = record.log_level
+            self._subscriptions.closed(request_id)
+            return
+        served = self._incoming.get(request_id)
+        if served is not None and served.method == LISTEN:
+            del self._incoming[request_id]
+            self._subscriptions.closed(request_id)
+            return
+        raise RequestIdError(
+            Rule.UNKNOWN_RESPONSE_ID,
+            f"no outstanding request of this side has id {request_id!r}",
+        )
 
     # -- answers ----------------------------------------------------------------------------------
 
@@ -320,52 +390,52 @@ class Outbound(SessionCore):
                 f"request {response.id!r} broke a rule: answer it with the violation's "
                 "error response",
             )
+        terms = self._terms
         result = response.result
-        if not isinstance(result, self._result_classes_of(record.method, record.task)):
+        if not isinstance(result, terms.result_classes_of(record.method, record.task)):
             raise RevisionError(
                 Rule.INVALID_RESULT,
                 f"{type(result).__name__} is not a result of {record.method} in revision "
-                f"{self._codec.revision}",
+                f"{terms.codec.revision}",
             )
-        response = self._before_result(record, response)
-        data = self._codec.encode(response)
+        if record.method in _NEGOTIATING:
+            self._negotiation.answering(record, result)
+        model = terms.model
+        problem = model.result_problem(result, record.capabilities, terms.client_defined)
+        if problem is not None:
+            raise misuse_of_result(problem)
+        stamped = model.stamp_result(terms.role, result, terms.info_json)
+        if stamped is not result:
+            response = ResultResponse(id=response.id, result=stamped)
+        data = terms.codec.encode(response)
         del self._incoming[response.id]
-        self._settle(self._reporting, record, result)
-        return self._answer_batch(record, response, data)
-
-    def _before_result(self, record: IncomingRequest, response: ResultResponse) -> ResultResponse:
-        """Checks and changes of one side of an outgoing result (may raise)."""
-        return response
+        settle(self._progress, self._subscriptions, record, result)
+        return self._pending.answered(record, response, data, terms.codec.encode)
 
     def _send_error(self, response: ErrorResponse) -> bytes:
+        encode = self._terms.codec.encode
         if response.__class__ is UnrecordedErrorResponse:
-            return self._codec.encode(response)  # the session kept no record to settle
+            return encode(response)  # the session kept no record to settle
         request_id = response.id
         if request_id is None or request_id is UNSET:
-            # The oldest open batch owed an answer with id null takes it.
-            batch = next(iter(self._null_batches), None)
-            if batch is not None:
-                batch.null_owed -= 1
-                if not batch.null_owed:
-                    del self._null_batches[batch]
-                batch.responses.append(response)
-                return self._flush_batch(batch)
-            if not self._pending.null_owed:
+            pending = self._pending
+            batched = pending.null_answered(response, encode)
+            if batched is not None:
+                return batched
+            if not pending.null_owed:
                 raise RequestIdError(
                     Rule.UNKNOWN_RESPONSE_ID,
                     "an error response with id null answers only an unreadable request "
                     "(send a violation's response)",
                 )
-            self._pending.null_owed -= 1
-            return self._codec.encode(response)
+            pending.null_owed -= 1
+            return encode(response)
         record = self._incoming_record(request_id)
         if record is None:
             return b""
-        self._before_error(record, response)
-        data = self._codec.encode(response)
+        if record.method == "initialize":
+            self._negotiation.refusing(record)
+        data = encode(response)
         del self._incoming[request_id]
-        self._settle(self._reporting, record, None)
-        return self._answer_batch(record, response, data)
-
-    def _before_error(self, record: IncomingRequest, response: ErrorResponse) -> None:
-        """Bookkeeping of one side of an outgoing error response."""
+        settle(self._progress, self._subscriptions, record, None)
+        return self._pending.answered(record, response, data, encode)

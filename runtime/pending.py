@@ -11,6 +11,7 @@ so the answers go out together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
 
 import msgspec
@@ -116,9 +117,21 @@ class IncomingRequest(msgspec.Struct, gc=False):
 
 
 class PendingTable:
-    """Both directions' requests in flight, and the cancelled ids each side remembers."""
+    """Both directions' requests in flight, the cancelled ids each side remembers, and
+    the answers owed to received 2025-03-26 batches."""
 
-    __slots__ = ("cancelled_in", "cancelled_out", "incoming", "null_owed", "outgoing")
+    __slots__ = (
+        "batch",
+        "cancelled_in",
+        "cancelled_log_rank",
+        "cancelled_out",
+        "counter",
+        "incoming",
+        "null_batches",
+        "null_owed",
+        "open_batches",
+        "outgoing",
+    )
 
     def __init__(self) -> None:
         self.outgoing: dict[RequestId, OutgoingRequest] = {}
@@ -127,5 +140,69 @@ class PendingTable:
         self.cancelled_out: Memory[RequestId] = Memory()
         #: Requests the peer cancelled: this side's late answers are dropped.
         self.cancelled_in: Memory[RequestId] = Memory()
+        #: 2026-07-28: the most verbose log level (its rank) of a request this side
+        #: cancelled; a log message may have crossed that cancellation.
+        self.cancelled_log_rank: int | None = None
         #: Error responses with id null owed for unreadable requests (outside batches).
         self.null_owed = 0
+        #: Received batches some of whose answers are still owed, oldest first, and
+        #: those of them owed error responses with id null.
+        self.open_batches: dict[Batch, None] = {}
+        self.null_batches: dict[Batch, None] = {}
+        #: The batch being received, while its members are taken in.
+        self.batch: Batch | None = None
+        #: The last id :meth:`next_id` gave.
+        self.counter = 0
+
+    def next_id(self) -> int:
+        """A request id not outstanding (a counter from 1)."""
+        while True:
+            self.counter += 1
+            if self.counter not in self.outgoing:
+                return self.counter
+
+    def owed(self) -> int:
+        """How many answers this side owes the peer, counting each open batch once."""
+        return len(self.incoming) + self.null_owed + len(self.open_batches)
+
+    def batch_received(self, batch: Batch) -> None:
+        """All members of ``batch`` were taken in: it stays open while answers are owed."""
+        if not batch.complete:
+            self.open_batches[batch] = None
+            if batch.null_owed:
+                self.null_batches[batch] = None
+
+    def answered(
+        self, record: IncomingRequest, response: Any, data: bytes, encode: Callable[[Any], bytes]
+    ) -> bytes:
+        r"""What to write for the answer ``data`` (``response``, encoded) to ``record``:
+        itself, or the batch it completes (``encode``\ d), or nothing yet."""
+        batch = record.batch
+        if batch is None:
+            return data
+        batch.waiting.discard(record.id)
+        batch.responses.append(response)
+        return self.flush(batch, encode)
+
+    def null_answered(self, response: Any, encode: Callable[[Any], bytes]) -> bytes | None:
+        """What to write for an error response with id null: the oldest open batch owed
+        one takes it; ``None`` when no batch is owed one."""
+        batch = next(iter(self.null_batches), None)
+        if batch is None:
+            return None
+        batch.null_owed -= 1
+        if not batch.null_owed:
+            del self.null_batches[batch]
+        batch.responses.append(response)
+        return self.flush(batch, encode)
+
+    def flush(self, batch: Batch, encode: Callable[[Any], bytes]) -> bytes:
+        """The answer of ``batch`` once it is complete (``b""`` before, or when none of
+        its members is answered)."""
+        if not batch.complete:
+            return b""
+        self.open_batches.pop(batch, None)
+        self.null_batches.pop(batch, None)
+        if not batch.responses:
+            return b""
+        return encode(batch.responses)

@@ -11,16 +11,21 @@ Wire input never raises: a message that breaks a rule becomes a
 
 Where things are:
 
-- :mod:`.core`: the state of one connection, the revision in use, violations;
-- :mod:`.inbound`: ``receive``, dispatch by message class; requests, notifications and
-  responses of the peer;
-- :mod:`.outbound`: ``send``, and the checks before anything is recorded;
-- :mod:`.server`, :mod:`.client`: what only one side does (negotiation in both protocol
-  models, the per-request rules of 2026-07-28);
-- the rules, as tables and pure functions: the lifecycle (:mod:`.state`), requests in
-  flight (:mod:`.pending`), progress tokens (:mod:`.progress`), capabilities
-  (:mod:`.capabilities`), version negotiation (:mod:`.negotiation`), the stateless
-  revision (:mod:`.stateless`).
+- :mod:`.core`: :class:`~mcpspec.runtime.core.Session`, one connection assembled from
+  parts (its docstring is the theory of operation);
+- the parts, each with one job: the lifecycle (:mod:`.state`, phases and gates as
+  tables), requests in flight and owed answers (:mod:`.pending`), progress tokens
+  (:mod:`.progress`), subscriptions and the ``_meta`` of stateless requests
+  (:mod:`.stateless`), the negotiation state (:mod:`.terms`), violation events
+  (:mod:`.violations`);
+- the two paths: ``receive`` (:mod:`.inbound`, dispatch by message class) and ``send``
+  (:mod:`.outbound`);
+- the rules, each written once: single messages in the rule table (:mod:`.checks`),
+  what differs between the protocol models (:mod:`.models`), capabilities
+  (:mod:`.capabilities`), version negotiation (:mod:`.negotiation`);
+- the one thing a server and a client do differently, negotiating
+  (:mod:`.negotiating`; :mod:`.server`, :mod:`.client`, which also hold the public
+  classes).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ above. :class:`Subscriptions` follows ``subscriptions/listen`` streams: acknowle
 once, before anything else, and carrying only the notification types the client asked
 for. :func:`input_required_problem` checks an ``InputRequiredResult`` against the
 capabilities its request declared. Each check serves both sides: the receiving side
-reports what it finds as a violation, the sending side raises it.
+reports what it finds as a violation, the sending side raises it (the rule table of
+:mod:`.checks` and the model object of :mod:`.models` say when each applies).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def test_a_failure_inside_receive_becomes_an_internal_error_violation(revision: 
     client, server = connect(revision)
     request = tools_list(client, 41)
     data = client.send(request)
-    server._handlers[type(request)] = _boom  # the session fails on this message
+    server._receiver._handlers[type(request)] = _boom  # the session fails on this message
     violation = only(server.receive(data), ProtocolViolation)
     assert violation.rule is Rule.INTERNAL_ERROR and violation.error.code == -32603
     assert violation.request_id == 41 and violation.method == "tools/list"
@@ -61,7 +61,7 @@ def test_a_failure_inside_receive_becomes_an_internal_error_violation(revision: 
 def test_a_notification_the_session_fails_on_is_reported_not_answered() -> None:
     client, server = connect("2025-11-25")
     note = client.types.RootsListChangedNotification()
-    server._handlers[type(note)] = _boom
+    server._receiver._handlers[type(note)] = _boom
     violation = only(server.receive(client.send(note)), ProtocolViolation)
     assert violation.rule is Rule.INTERNAL_ERROR and violation.response is None
 
@@ -69,7 +69,7 @@ def test_a_notification_the_session_fails_on_is_reported_not_answered() -> None:
 def test_a_response_the_session_fails_on_is_reported_and_receive_goes_on() -> None:
     client, server = connect("2025-06-18")
     only(server.receive(client.send(tools_list(client, 5))), RequestReceived)
-    client._handlers[ResultResponse] = _boom
+    client._receiver._handlers[ResultResponse] = _boom
     answer = server.send(ResultResponse(id=5, result=server.types.ListToolsResult(tools=[])))
     violation = only(client.receive(answer), ProtocolViolation)
     assert violation.rule is Rule.INTERNAL_ERROR and violation.response is None
@@ -79,7 +79,7 @@ def test_a_batch_member_the_session_fails_on_loses_nothing_else() -> None:
     """The batch row of the issue: the second member failing left the first pending
     forever. Now every member gets its event, and the batch is answered whole."""
     _client, server = connect("2025-03-26")
-    deliver = server._deliver
+    deliver = server._receiver._deliver
     calls = []
 
     def failing_second(message: Any, data: bytes, gated: bool) -> Any:
@@ -88,7 +88,7 @@ def test_a_batch_member_the_session_fails_on_loses_nothing_else() -> None:
             raise KeyError("boom")
         return deliver(message, data, gated)
 
-    server._deliver = failing_second  # type: ignore[method-assign]
+    server._receiver._deliver = failing_second  # type: ignore[method-assign]
     batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in (1, 2, 3)]
     events = server.receive(wire(batch))
     assert [type(e) for e in events] == [RequestReceived, ProtocolViolation, RequestReceived]

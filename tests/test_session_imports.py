@@ -12,11 +12,14 @@ import mcpspec.runtime
 #: The modules behind the sessions; none is needed to decode and encode messages.
 SESSION_MODULES = [
     "capabilities",
+    "checks",
     "client",
     "core",
     "events",
     "inbound",
     "misuse",
+    "models",
+    "negotiating",
     "negotiation",
     "outbound",
     "pending",
@@ -26,6 +29,8 @@ SESSION_MODULES = [
     "session",
     "state",
     "stateless",
+    "terms",
+    "violations",
 ]
 
 

@@ -234,8 +234,8 @@ class _Counting:
 
     def __init__(self, session: Any) -> None:
         self.calls = 0
-        self._decode = session._decode
-        session._decode = self
+        self._decode = session._receiver._decode
+        session._receiver._decode = self
 
     def __call__(self, data: bytes) -> Any:
         self.calls += 1

@@ -20,14 +20,21 @@ from mcpspec.runtime import (
     RequestReceived,
     Rule,
 )
-from mcpspec.runtime.checks import MESSAGE_RULES, MessageRule, Problem, register, unregister
+from mcpspec.runtime.checks import (
+    MESSAGE_RULES,
+    MessageRule,
+    Problem,
+    SenderView,
+    register,
+    unregister,
+)
 from mcpspec.runtime.contract import ProtocolModel
 from mcpspec.runtime.state import Role
 
 from .session_kit import connect
 
 
-def _no_forbidden_tool(message: Any) -> Problem | None:
+def _no_forbidden_tool(message: Any, sender: SenderView) -> Problem | None:
     """The toy rule: no tool may be called "forbidden"."""
     if message.params.name == "forbidden":
         return Problem(Rule.INVALID_PARAMS, "$.params.name", 'the tool "forbidden" is off limits')

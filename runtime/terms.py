@@ -1,0 +1,201 @@
+"""The negotiation state of one session: the revision in use and what it defines for
+this side, and what the two sides declared of themselves.
+
+:class:`Terms` changes in two ways only: :meth:`Terms.use` switches the revision (while
+negotiation picks one), and :meth:`Terms.declare` replaces this side's capabilities
+(when its ``initialize`` or discover answer states them). The session rebuilds its
+receive and send tables after either. Everything else here is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+from types import ModuleType
+from typing import Any, NamedTuple, get_args, get_origin
+
+from mcpspec import module_name
+
+from .capabilities import (
+    CLIENT_PROVIDED,
+    SERVER_PROVIDED,
+    CapabilityGate,
+    Path,
+    as_json,
+    defined_capabilities,
+)
+from .checks import rule_table
+from .codec import MAX_BATCH_MEMBERS, Codec
+from .contract import RESULT_INPUT_REQUIRED
+from .limits import Limits
+from .models import MODELS, Model
+from .negotiation import STATELESS_REVISIONS
+from .state import Role
+from .stateless import MetaReader
+
+__all__ = ["Terms", "result_classes"]
+
+
+@functools.cache
+def _default_info() -> dict[str, str]:
+    """The identity a session uses when given none: this package and its version."""
+    try:
+        version = importlib.metadata.version("mcpspec")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree
+        version = "0"
+    return {"name": "mcpspec", "version": version}
+
+
+def result_classes(result_type: Any) -> tuple[type, ...]:
+    """The classes a value of ``result_type`` (a Struct, a Union, ``dict[str, Any]``) is
+    an instance of."""
+    origin = get_origin(result_type)
+    if origin is None:
+        return (result_type,) if isinstance(result_type, type) else (object,)
+    if origin is dict:
+        return (dict,)
+    return tuple(c for arg in get_args(result_type) for c in result_classes(arg))
+
+
+class _Revision(NamedTuple):
+    """What a session needs to know about one revision, computed once."""
+
+    module: ModuleType
+    codec: Codec
+    model: Model
+    client_defined: frozenset[str]
+    server_defined: frozenset[str]
+    #: Methods whose result may be an ``InputRequiredResult``.
+    input_methods: frozenset[str]
+
+
+@functools.cache
+def _revision(revision: str) -> _Revision:
+    module = importlib.import_module(module_name(revision))
+    codec: Codec = module.codec
+    input_methods = frozenset(
+        method
+        for method, result_type in codec.results.items()
+        if any(
+            getattr(c, "result_type", None) == RESULT_INPUT_REQUIRED
+            for c in result_classes(result_type)
+        )
+    )
+    return _Revision(
+        module,
+        codec,
+        MODELS[codec.protocol_model],
+        defined_capabilities(module.ClientCapabilities),
+        defined_capabilities(module.ServerCapabilities),
+        input_methods,
+    )
+
+
+class Terms:
+    """The revision in use and what both sides declared (see the module docstring).
+
+    The attributes are read directly; ``own_*`` are this side's, ``peer_*`` the peer's.
+    """
+
+    def __init__(
+        self,
+        role: Role,
+        accepted: tuple[str, ...],
+        info: Any,
+        capabilities: Any,
+        revision: str,
+        limits: Limits,
+    ) -> None:
+        self.role = role
+        self.peer_role = Role.CLIENT if role is Role.SERVER else Role.SERVER
+        #: The revisions this side accepts, oldest first.
+        self.accepted = accepted
+        self._max_batch = limits.max_batch_members
+        #: This side's identity and capabilities (JSON objects).
+        self.info_json: dict[str, Any] = (
+            as_json(info) if info is not None else dict(_default_info())
+        )
+        self.own_caps: dict[str, Any] = as_json(capabilities)
+        #: The peer's capabilities (JSON) and identity, once known.
+        self.peer_caps: dict[str, Any] | None = None
+        self.peer_info: Any = None
+        #: The revision and model agreed, once negotiation is over.
+        self.negotiated: str | None = None
+        self.agreed_model: Model | None = None
+        #: Whether :class:`~mcpspec.runtime.events.SessionReady` was reported for the
+        #: stateless model (which a server learns from the first valid request).
+        self.ready_emitted = False
+        stateless = tuple(r for r in accepted if r in STATELESS_REVISIONS)
+        #: The reader of stateless requests' ``_meta`` (when a stateless revision is
+        #: accepted; typed by the newest).
+        self.meta_reader: MetaReader | None = None
+        if stateless:
+            newest = _revision(stateless[-1]).module
+            self.meta_reader = MetaReader(
+                stateless, newest.ClientCapabilities, newest.Implementation
+            )
+        self.use(revision)
+
+    def use(self, revision: str) -> None:
+        """Switch to ``revision``: its module, codec, protocol model and tables."""
+        facts = _revision(revision)
+        codec = self.codec = facts.codec
+        self.module = facts.module
+        self.model: Model = facts.model
+        self.decode = (
+            functools.partial(codec.decode, max_batch_members=self._max_batch)
+            if codec.batches and self._max_batch != MAX_BATCH_MEMBERS
+            else codec.decode
+        )
+        self.input_methods = facts.input_methods
+        #: The client capabilities the revision defines (what an input request needs).
+        self.client_defined = facts.client_defined
+        self._result_classes: dict[tuple[str, bool], tuple[type, ...]] = {}
+        if self.role is Role.SERVER:
+            self.own_requests, self.peer_requests = codec.server_requests, codec.client_requests
+            self.own_notifications = codec.server_notifications
+            self.peer_notifications = codec.client_notifications
+            self.own_table, self.peer_table = SERVER_PROVIDED, CLIENT_PROVIDED
+            self.own_defined, self.peer_defined = facts.server_defined, facts.client_defined
+        else:
+            self.own_requests, self.peer_requests = codec.client_requests, codec.server_requests
+            self.own_notifications = codec.client_notifications
+            self.peer_notifications = codec.server_notifications
+            self.own_table, self.peer_table = CLIENT_PROVIDED, SERVER_PROVIDED
+            self.own_defined, self.peer_defined = facts.client_defined, facts.server_defined
+        #: The message rules of this side's messages and of the peer's, by method.
+        self.own_rules = rule_table(self.role, self.model.kind)
+        self.peer_rules = rule_table(self.peer_role, self.model.kind)
+        self.declare(self.own_caps)
+
+    def declare(self, capabilities: dict[str, Any]) -> None:
+        """This side's capabilities are now ``capabilities`` (JSON)."""
+        self.own_caps = capabilities
+        self.own_gate = CapabilityGate(self.own_table, self.own_defined, capabilities)
+
+    def agree(self) -> None:
+        """Negotiation is over: the revision in use is the one agreed, in its model."""
+        self.agreed_model = self.model
+        self.negotiated = self.codec.revision
+
+    def sends_in(self, revision: str, method: str) -> bool:
+        """Whether this side sends requests of ``method`` in ``revision``."""
+        codec = _revision(revision).codec
+        own = codec.server_requests if self.role is Role.SERVER else codec.client_requests
+        return method in own
+
+    def refused_capability(self, method: str) -> Path | None:
+        """The capability this side did not declare that a request of ``method`` needs
+        whatever its params (``None``: it may pass)."""
+        return self.own_gate.static(method)
+
+    def result_classes_of(self, method: str, task: bool) -> tuple[type, ...]:
+        """The classes a result of ``method`` is an instance of."""
+        key = (method, task)
+        classes = self._result_classes.get(key)
+        if classes is None:
+            classes = self._result_classes[key] = result_classes(
+                self.codec.result_type(method, task=task)
+            )
+        return classes

@@ -48,6 +48,7 @@ from mcpspec.runtime.connection.http.client import (
 )
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
+from mcpspec.runtime.connection.scopes import Scopes
 from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
 from mcpspec.runtime.negotiation import is_stateless
@@ -292,7 +293,7 @@ class HttpLink:
         #: cancels its request).
         self._streams: dict[Any, anyio.CancelScope] = {}
         self._stateless_ids: set[Any] = set()
-        self._scopes: set[anyio.CancelScope] = set()
+        self._scopes = Scopes()
         self._listening = False
         self._legacy: LegacySseChannel | None = None
         self._switching = anyio.Lock()
@@ -341,8 +342,7 @@ class HttpLink:
         self._closed = True
         if not self.closed_reason:
             self.closed_reason = "the link is closed"
-        for scope in list(self._scopes):
-            scope.cancel()
+        self._scopes.cancel()
         self._in.close()
         if self.session_id is not None and self._legacy is None:
             headers = {**self._target.headers, "Mcp-Session-Id": self.session_id}
@@ -362,17 +362,7 @@ class HttpLink:
         file_once(self._report, check, self._where(method), why)
 
     def _spawn(self, function: Any, *args: Any) -> None:
-        self._tasks.start_soon(self._scoped, function, args)
-
-    async def _scoped(self, function: Any, args: tuple[Any, ...]) -> None:
-        with anyio.CancelScope() as scope:
-            self._scopes.add(scope)
-            if self._closed:
-                scope.cancel()
-            try:
-                await function(*args)
-            finally:
-                self._scopes.discard(scope)
+        self._tasks.start_soon(self._scopes.run, function, args)
 
     def _end(self, reason: str) -> None:
         """No more messages will come: :meth:`receive` gives ``None`` once the queue is

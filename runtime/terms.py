@@ -127,10 +127,10 @@ class Terms:
         #: stateless model (which a server learns from the first valid request).
         self.ready_emitted = False
         stateless = tuple(r for r in accepted if r in STATELESS_REVISIONS)
-        #: The reader of stateless requests' ``_meta`` (when a stateless revision is
-        #: accepted; typed by the newest).
+        #: The reader of requests' ``_meta``, for a side that reads it in a revision it
+        #: accepts (typed by the newest such revision).
         self.meta_reader: MetaReader | None = None
-        if stateless:
+        if stateless and _revision(stateless[-1]).model.reads_request_meta(role):
             newest = _revision(stateless[-1]).module
             self.meta_reader = MetaReader(
                 stateless, newest.ClientCapabilities, newest.Implementation

@@ -596,13 +596,20 @@ def chain_node(d: Disagreement, index: int) -> dict[str, Any] | None:
     return chain[index + offset] if index + offset < len(chain) else None
 
 
-def constant_default(d: Disagreement) -> bool:
+def _dropped_field(d: Disagreement) -> tuple[str | None, Any]:
+    """The key the mutation dropped from a Struct, with that Struct's field of it
+    (``msgspec.inspect`` ``Field``, or ``None``); ``(None, None)`` when the dropped key's
+    parent is no Struct."""
     found = _drop_parent(d)
     if found is None or not isinstance(found[0].selected, mi.StructType):
-        return False
+        return None, None
     step, key = found
     assert isinstance(step.selected, mi.StructType)
-    f = next((f for f in step.selected.fields if f.encode_name == key), None)
+    return key, next((f for f in step.selected.fields if f.encode_name == key), None)
+
+
+def constant_default(d: Disagreement) -> bool:
+    _, f = _dropped_field(d)
     return (
         f is not None
         and f.default is not msgspec.NODEFAULT
@@ -744,22 +751,12 @@ def raw_by_method(d: Disagreement) -> bool:
 
 
 def required_meta_default(d: Disagreement) -> bool:
-    found = _drop_parent(d)
-    if found is None or not isinstance(found[0].selected, mi.StructType):
-        return False
-    step, key = found
-    assert isinstance(step.selected, mi.StructType)
-    f = next((f for f in step.selected.fields if f.encode_name == key), None)
+    key, f = _dropped_field(d)
     return key == "_meta" and f is not None and f.default_factory is dict
 
 
 def required_params_default(d: Disagreement) -> bool:
-    found = _drop_parent(d)
-    if found is None or not isinstance(found[0].selected, mi.StructType):
-        return False
-    step, key = found
-    assert isinstance(step.selected, mi.StructType)
-    f = next((f for f in step.selected.fields if f.encode_name == key), None)
+    key, f = _dropped_field(d)
     return (
         key == "params"
         and f is not None

@@ -10,15 +10,13 @@ changed, twice, or in pieces). Each defect's docstring says which check of
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 from typing import Any, ClassVar, Final
 
 import anyio
 
-import mcpspec
 from mcpspec.runtime.connection import MessageStream
+from mcpspec.runtime.connection.server import _client_methods
 
 __all__ = ["STDIO_DEFECTS", "Defect", "FilteredStream"]
 
@@ -45,16 +43,6 @@ def _decode(data: bytes) -> Any:
 def _key(request_id: Any) -> str:
     """A request id as a dictionary key (``1`` and ``"1"`` are different ids)."""
     return json.dumps(request_id)
-
-
-@functools.cache
-def _client_methods() -> frozenset[str]:
-    """Every request method a client sends, in any revision."""
-    methods: set[str] = set()
-    for revision in mcpspec.REVISIONS:
-        module = importlib.import_module(mcpspec.module_name(revision))
-        methods.update(module.codec.client_requests)
-    return frozenset(methods)
 
 
 class FilteredStream:

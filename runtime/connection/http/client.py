@@ -58,6 +58,7 @@ from mcpspec.runtime.mirror import MirrorError, ParamHeader, request_headers
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
 
 from ..errors import ConnectionClosed, MessageTooLarge
+from ..scopes import Scopes
 from ..transport import DEFAULT_MAX_MESSAGE_SIZE
 from .client_events import SseDecoder
 from .client_sse import LegacySseChannel, NoSseEndpoint
@@ -301,8 +302,8 @@ class HttpClientStream:
         self._queue_in = send
         self._queue_out = receive
         self._task_group: anyio.abc.TaskGroup | None = None
-        #: The cancel scopes of the tasks running (closing cancels them).
-        self._scopes: set[anyio.CancelScope] = set()
+        #: The tasks running (closing cancels them).
+        self._scopes = Scopes()
         self._posts: dict[Any, _Post] = {}
         self._tool_params: dict[str, Sequence[ParamHeader]] = {}
         self._initialize_id: Any = UNSET
@@ -369,8 +370,7 @@ class HttpClientStream:
         if self._closed:
             return
         self._closed = True
-        for scope in list(self._scopes):
-            scope.cancel()
+        self._scopes.cancel()
         self._queue_in.close()
         with anyio.CancelScope(shield=True):
             await self._delete_session()
@@ -561,17 +561,7 @@ class HttpClientStream:
     def _spawn(self, function: Callable[..., Any], *args: Any) -> None:
         """Run ``function(*args)`` in a task that closing the stream cancels."""
         assert self._task_group is not None
-        self._task_group.start_soon(self._scoped, function, args)
-
-    async def _scoped(self, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        with anyio.CancelScope() as scope:
-            self._scopes.add(scope)
-            if self._closed:
-                scope.cancel()
-            try:
-                await function(*args)
-            finally:
-                self._scopes.discard(scope)
+        self._task_group.start_soon(self._scopes.run, function, args)
 
     async def _run_post(self, data: bytes, message: OutgoingEnvelope, post: _Post) -> None:
         """Post a request and deliver its answer, or an error made up for it."""

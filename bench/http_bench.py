@@ -55,6 +55,12 @@ warm-up sessions, ``memory_sessions`` more sessions are initialized (each makes 
 and then stays open and idle); the growth of the server's resident set, divided by
 their number.
 
+The floor curve: the bare app again, in servers of its own that spend 10, 20, 40 and 80
+µs of CPU on each request before answering (``http_bare.busy``), side by side with the
+mcpspec app in each revision. It tells how much work per request the target of 0.6 times
+the bare rate leaves an app on this stack, and how much the mcpspec app's rate is worth in such
+work. (``bench/app_cost.py`` times the apps alone, in process, without uvicorn.)
+
 Profile (``--profile APP``): one server, 16 raw clients (``--in-flight``) for 5 s, the
 server sampled by py-spy when it is installed (shares of the samples by part of the
 stack, and the mcpspec functions by inclusive share), else run under cProfile.
@@ -72,6 +78,7 @@ import asyncio
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 import pstats
@@ -87,6 +94,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from peers.http_bare import BUSY_VARIABLE
 
 # The stdio benchmark beside this script: its worker plumbing and ratios serve here too.
 from stdio import median_ratio, sdk_available, start_worker, worker_answer
@@ -125,6 +134,8 @@ class App:
     key: str
     factory: str
     revisions: tuple[str, ...]
+    #: Environment variables of its server process.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 APPS: Final = {
@@ -134,6 +145,20 @@ APPS: Final = {
     SDK_STATELESS: App(SDK_STATELESS, "http_sdk:stateless_app", ("2025-11-25",)),
     BARE: App(BARE, "http_bare:build", REVISIONS),
 }
+
+
+#: The work per request of the floor's busy apps, in microseconds.
+BUSY_US: Final = (10, 20, 40, 80)
+
+
+def busy_app(microseconds: int) -> App:
+    """The bare app spending ``microseconds`` of CPU on each request."""
+    return App(
+        f"{BARE} + {microseconds} µs",
+        "http_bare:busy",
+        REVISIONS,
+        env=((BUSY_VARIABLE, str(microseconds)),),
+    )
 
 
 @dataclass(frozen=True)
@@ -233,8 +258,9 @@ async def start_server(
     command = [str(SERVE), app.factory, "--http", settings.http, "--loop", settings.loop]
     if profile_to is not None:
         command += ["--profile", str(profile_to)]
+    env = {**os.environ, **dict(app.env)}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, *command, stdout=asyncio.subprocess.PIPE
+        sys.executable, *command, stdout=asyncio.subprocess.PIPE, env=env
     )
     assert process.stdout is not None
     line = await asyncio.wait_for(process.stdout.readline(), 60)
@@ -401,6 +427,22 @@ def answer_of(response: Response) -> Any:
     return found
 
 
+def initialize_body(revision: str) -> bytes:
+    """The ``initialize`` request (id 0) of the benchmark's clients in ``revision``."""
+    params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": CLIENT_INFO}
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    return json.dumps(request).encode()
+
+
+def stateless_meta(revision: str) -> dict[str, Any]:
+    """The ``_meta`` of the benchmark's requests in a stateless ``revision``."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": revision,
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
 class McpLoad:
     """An MCP client made of one connection and pre-built bytes: what a lean client sends."""
 
@@ -416,12 +458,8 @@ class McpLoad:
         if revision >= MODERN:
             self._head += b"MCP-Protocol-Version: %s\r\n" % revision.encode()
             self._head += b"Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
-            fields = {
-                "io.modelcontextprotocol/protocolVersion": revision,
-                "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
-                "io.modelcontextprotocol/clientCapabilities": {},
-            }
-            meta = b'"_meta":%s,' % json.dumps(fields, separators=(",", ":")).encode()
+            fields = json.dumps(stateless_meta(revision), separators=(",", ":"))
+            meta = b'"_meta":%s,' % fields.encode()
         # Everything of a call but its message and id, which ``echo`` writes in.
         self._call = b'{"jsonrpc":"2.0","method":"tools/call","params":{%s' % meta
         self._call += b'"name":"echo","arguments":{"message":"'
@@ -430,17 +468,7 @@ class McpLoad:
         """Initialize a session (before 2026-07-28): learn ``Mcp-Session-Id``, if any."""
         if self.revision >= MODERN:
             return
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": self.revision,
-                "capabilities": {},
-                "clientInfo": CLIENT_INFO,
-            },
-        }
-        response = await self.connection.post(self._head, json.dumps(initialize).encode())
+        response = await self.connection.post(self._head, initialize_body(self.revision))
         if response.status != 200 or "result" not in answer_of(response):
             raise AssertionError(f"initialize answered {response.status}: {response.body[:200]!r}")
         self._head += b"MCP-Protocol-Version: %s\r\n" % self.revision.encode()
@@ -583,6 +611,30 @@ async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str,
                 lanes.append(Lane(row.key, {n: echoes[:n] for n in IN_FLIGHT}, server.pid))
             result["rounds"][revision] = await run_rounds(lanes, settings, revision)
     return result
+
+
+async def floor_worker(settings: Settings) -> dict[str, Any]:
+    """The floor curve: the bare app with more and more work per request, side by side
+    with the mcpspec app in each revision (see :func:`floor_lines`)."""
+    apps = [APPS[BARE], *(busy_app(n) for n in BUSY_US)]
+    if MCPSPEC in available_apps():
+        apps.append(APPS[MCPSPEC])
+    async with (
+        running_servers(apps, settings) as servers,
+        AsyncExitStack() as stack,
+    ):
+        lanes = []
+        for key, server in servers.items():
+            revisions = REVISIONS if key == MCPSPEC else REVISIONS[:1]
+            for revision in revisions:
+                row = Row(key, key, "raw")
+                loads = [await open_load(row, server, revision) for _ in range(max(IN_FLIGHT))]
+                for load in loads:
+                    stack.push_async_callback(load.connection.close)
+                echoes: list[Echo] = [load.echo for load in loads]
+                label = f"{key} {revision}" if key == MCPSPEC else key
+                lanes.append(Lane(label, {n: echoes[:n] for n in IN_FLIGHT}, server.pid))
+        return await run_rounds(lanes, settings, "floor")
 
 
 async def _open_sessions(connection: RawConnection, port: int, revision: str, count: int) -> None:
@@ -824,6 +876,8 @@ def _worker(args: argparse.Namespace) -> None:
         result = asyncio.run(load_worker(args.revision, settings))
     elif args.worker == "memory":
         result = asyncio.run(memory_worker(settings))
+    elif args.worker == "floor":
+        result = asyncio.run(floor_worker(settings))
     else:
         result = asyncio.run(clients_worker(args.revision, settings))
     json.dump(result, sys.stdout)
@@ -845,6 +899,7 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
         "revisions": {},
         "memory": {},
         "clients": {},
+        "floor": {},
         "notes": [],
     }
     missing = [
@@ -866,6 +921,7 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
         "load": ["--worker", "load", *flags],
         "memory": ["--worker", "memory"],
         "clients": ["--worker", "clients", *flags],
+        "floor": ["--worker", "floor"],
     }
     answers: dict[str, Any] = {}
     if smoke:
@@ -885,7 +941,23 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
         "server": clients["server"],
         "revisions": {r: summarize(rounds, base=SDK) for r, rounds in clients["rounds"].items()},
     }
+    section["floor"] = summarize(answers["floor"], base=BARE)
+    if mcpspec_app_available():
+        section["app_cost"] = measure_app_cost(smoke=smoke)
     return section
+
+
+def measure_app_cost(*, smoke: bool) -> dict[str, Any]:
+    """The report of ``bench/app_cost.py`` (the apps alone, in process), run in a fresh
+    process of its own."""
+    with tempfile.TemporaryDirectory() as directory:
+        out = Path(directory) / "app_cost.json"
+        command = [sys.executable, str(HERE / "app_cost.py"), "--json", str(out)]
+        subprocess.run(
+            [*command, *(["--smoke"] if smoke else [])], check=True, stdout=subprocess.DEVNULL
+        )
+        report: dict[str, Any] = json.loads(out.read_text())
+    return report
 
 
 def summarize(rounds: Rounds, base: str = SDK) -> dict[str, Any]:
@@ -1047,6 +1119,12 @@ def markdown(section: dict[str, Any]) -> str:
             + _client_share(section)
             + ". Below 1, the server is the side that bounds a rate.",
         ]
+    if section.get("floor", {}).get("rows"):
+        lines += floor_lines(section["floor"])
+    if section.get("app_cost"):
+        import app_cost
+
+        lines += ["", app_cost.markdown(section["app_cost"]).rstrip("\n")]
     memory = section.get("memory") or {}
     if memory:
         parts = []
@@ -1077,6 +1155,54 @@ def markdown(section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def work_at(ratio: float, curve: Sequence[tuple[float, float]]) -> float | None:
+    """The work per request (µs) at which the bare app's rate falls to ``ratio`` of its
+    own, read off ``curve`` (``(work, ratio)`` points, work rising) by linear
+    interpolation; ``None`` when ``ratio`` is outside the curve."""
+    for (low_work, low), (high_work, high) in itertools.pairwise(curve):
+        if high <= ratio <= low and low != high:
+            return low_work + (low - ratio) / (low - high) * (high_work - low_work)
+    return None
+
+
+def floor_lines(floor: dict[str, Any]) -> list[str]:
+    """The floor curve's table and what it says of the targets (16 clients)."""
+    rows = floor["rows"]
+    lines = [
+        "",
+        f"Work per request and the floor: `{BARE} + N µs` is the bare app spending N µs of "
+        "CPU on each request before answering, side by side with the mcpspec app "
+        "(16 clients). `÷ bare`: the rate over the bare app's within each round.",
+        "",
+        "| app | req/s, 1 client | req/s, 16 clients | ÷ bare, 1 / 16 | "
+        "server CPU µs/req, 1 / 16 |",
+        "|---|---|---|---|---|",
+    ]
+    for key, entry in rows.items():
+        lines.append(
+            f"| {key} | {entry['rate']['1']:,.0f} | {entry['rate']['16']:,.0f} | "
+            f"{_pair(entry['over_base'], '.2f')} | {_pair(entry['server_cpu_us'], ',.0f')} |"
+        )
+    curve = [(0.0, 1.0)] + [
+        (float(n), rows[f"{BARE} + {n} µs"]["over_base"]["16"])
+        for n in BUSY_US
+        if f"{BARE} + {n} µs" in rows
+    ]
+    found = work_at(0.6, curve)
+    said = [
+        f"At 16 clients, the bare app falls to 0.6{X} its rate with "
+        + (f"about {found:.0f} µs" if found is not None else f"more than {curve[-1][0]:.0f} µs")
+        + " of work per request"
+    ]
+    for key, entry in rows.items():
+        if key.startswith(MCPSPEC):
+            work = work_at(entry["over_base"]["16"], curve)
+            at = f"about {work:.0f} µs" if work is not None else "outside the curve"
+            said.append(f"{key} ({entry['over_base']['16']:.2f}{X}) runs as it would with {at}")
+    lines += ["", "; ".join(said) + "."]
+    return lines
+
+
 def smoke_check(section: dict[str, Any]) -> None:
     """What ``--smoke`` asserts of the section: every row ran and the numbers are sane."""
     assert section["revisions"], section.get("skipped", "no HTTP revision measured")
@@ -1103,6 +1229,16 @@ def smoke_check(section: dict[str, Any]) -> None:
         assert set(data["rows"]) == clients, (revision, sorted(data["rows"]))
         for key, entry in data["rows"].items():
             assert all(entry["rate"][str(n)] > 0 for n in IN_FLIGHT), (revision, key)
+    floor = section["floor"]["rows"]
+    expected_floor = {BARE, *(f"{BARE} + {n} µs" for n in BUSY_US)}
+    if MCPSPEC in apps:
+        expected_floor |= {f"{MCPSPEC} {r}" for r in REVISIONS}
+    assert set(floor) == expected_floor, sorted(floor)
+    assert all(entry["rate"]["16"] > 0 for entry in floor.values()), floor
+    if MCPSPEC in apps:
+        import app_cost
+
+        app_cost.smoke_check(section["app_cost"], list(REVISIONS))
     for target in targets(section):
         assert target["pass"] in (True, False, None), target
     markdown(section)
@@ -1119,7 +1255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loop", default="auto", help="uvicorn's event loop")
     parser.add_argument("--profile", metavar="APP", choices=list(APPS), help="cProfile a server")
     parser.add_argument("--in-flight", type=int, default=16, help="with --profile (default 16)")
-    parser.add_argument("--worker", choices=("load", "memory", "clients"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=("load", "memory", "clients", "floor"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--settings", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:

@@ -8,6 +8,8 @@ answered ``202``. What uvicorn, one JSON parse and one JSON dump cost, and nothi
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -60,3 +62,24 @@ async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
 def build() -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     """The app (a factory, as ``http_serve.py`` expects)."""
     return echo_app
+
+
+#: The environment variable naming the microseconds of work of :func:`busy`'s app (a
+#: factory takes no arguments).
+BUSY_VARIABLE = "MCPSPEC_BENCH_BUSY_US"
+
+
+def busy() -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """The app spending ``$MCPSPEC_BENCH_BUSY_US`` microseconds of CPU on each request
+    before answering it: what an app doing that much work per request can reach here."""
+    seconds = float(os.environ.get(BUSY_VARIABLE, "0")) / 1e6
+    clock = time.perf_counter
+
+    async def busy_app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            deadline = clock() + seconds
+            while clock() < deadline:
+                pass
+        await echo_app(scope, receive, send)
+
+    return busy_app

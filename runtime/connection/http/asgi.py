@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "BodyTooLarge",
@@ -47,19 +47,39 @@ async def client_gone(receive: Receive) -> None:
         pass
 
 
+#: Header names as :func:`header_map` gives them, by their bytes: decoding and lowering
+#: a name costs more than looking it up, and a client sends the same few names on every
+#: request. Bounded: a peer sending ever new names only makes it start over.
+_NAMES: dict[bytes, str] = {}
+_NAMES_KEPT: Final = 256
+
+
+def _name(raw: bytes) -> str:
+    name = _NAMES.get(raw)
+    if name is None:
+        name = raw.decode("latin-1").lower()
+        if len(_NAMES) >= _NAMES_KEPT:
+            _NAMES.clear()
+        _NAMES[raw] = name
+    return name
+
+
 def header_map(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name (latin-1 decoded, as HTTP/1.1 has
     them); a header given more than once keeps its values joined by ``", "``."""
     raw = scope.get("headers", ())
     if not isinstance(raw, list):
         raw = list(raw)
-    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+    known = _NAMES.get
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        headers[known(raw_name) or _name(raw_name)] = raw_value.decode("latin-1")
     if len(headers) == len(raw):
         return headers
     # A name given more than once (the rare case): its values joined, in order.
     headers = {}
     for raw_name, raw_value in raw:
-        name = raw_name.decode("latin-1").lower()
+        name = _name(raw_name)
         value = raw_value.decode("latin-1")
         if name in headers:
             headers[name] = f"{headers[name]}, {value}"

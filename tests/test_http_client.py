@@ -549,6 +549,61 @@ async def test_the_standalone_get_stream_brings_server_notifications() -> None:
     assert "last-event-id" not in listen.headers
 
 
+async def test_the_standalone_get_stream_is_open_before_the_first_request() -> None:
+    # A server may answer a request on the standalone stream once that stream is open
+    # (the conformance suite's sse-retry scenario does): so the client opens it before
+    # it goes on, even when the server is slow to answer the GET.
+    answered = anyio.Event()
+    order: list[str] = []
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method == "GET":
+            await anyio.sleep(0.3)
+
+            async def events() -> AsyncIterator[bytes]:
+                yield b": open\n\n"
+                await anyio.sleep_forever()
+
+            order.append("GET answered")
+            answered.set()
+            return StreamingResponse(events(), media_type="text/event-stream")
+        if seen.rpc == "tools/call":
+            order.append("tools/call")
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with anyio.fail_after(GUARD):
+            await client.call_tool("echo", {"text": "x"})
+    assert order == ["GET answered", "tools/call"]
+
+
+async def test_a_get_never_answered_holds_the_client_back_only_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpspec.runtime.connection.http import client as http_client
+
+    monkeypatch.setattr(http_client, "STANDALONE_WAIT", 0.2)
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method == "GET":
+            await anyio.sleep_forever()
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with anyio.fail_after(GUARD):
+            answer = await client.call_tool("echo", {"text": "still here"})
+    assert answer.content[0].text == "still here"
+    assert [s.method for s in scripted.seen].count("GET") == 1
+
+
 async def test_the_standalone_get_stream_reconnects_with_last_event_id() -> None:
     got = anyio.Event()
     notes: list[Any] = []

@@ -66,6 +66,7 @@ from .client_sse import LegacySseChannel, NoSseEndpoint
 __all__ = [
     "DEFAULT_TIMEOUT",
     "LIBRARY_HEADERS",
+    "STANDALONE_WAIT",
     "HttpClientStream",
     "HttpTransport",
     "InitializeAnswer",
@@ -83,6 +84,9 @@ HttpTransport = Literal["auto", "streamable", "sse"]
 
 #: Seconds to connect, write, and read an answer that is not a stream.
 DEFAULT_TIMEOUT: Final = 30.0
+#: How long the client waits, after ``notifications/initialized``, for the server to
+#: answer the ``GET`` of its standalone stream before it goes on (seconds).
+STANDALONE_WAIT: Final = 5.0
 #: Received messages held until read.
 QUEUE_SIZE: Final = 64
 #: Reconnections in a row that bring nothing new before a stream is given up.
@@ -522,7 +526,13 @@ class HttpClientStream:
                 raise ConnectionClosed(self._close_reason)
         if method == "notifications/initialized" and not self._listening:
             self._listening = True
-            self._spawn(self._listen)
+            # The standalone stream is opened before the session goes on: else the next
+            # requests could race it to the server, which may send their answers on it
+            # once it opens. A server slow to answer the GET is waited for a while only.
+            opened = anyio.Event()
+            self._spawn(self._listen, opened)
+            with anyio.move_on_after(STANDALONE_WAIT):
+                await opened.wait()
 
     def _open_exchange(
         self,
@@ -888,32 +898,41 @@ class HttpClientStream:
         if not post.answered and post.note is None:
             post.note = "the response stream ended without an answer"
 
-    async def _listen(self) -> None:
+    async def _listen(self, opened: anyio.Event) -> None:
         """The standalone ``GET`` stream of the server's own requests and notifications
-        (handshake revisions), reconnected while it brings something."""
+        (handshake revisions), reconnected while it brings something. ``opened`` is set
+        once the first ``GET`` is answered (or failed)."""
         last_event_id: str | None = None
         retry: float | None = None
         failures = 0
-        while failures <= self._max_reconnects and not self._closed:
-            decoder = SseDecoder(self._limit)
-            decoder.last_event_id, decoder.retry = last_event_id, retry
-            try:
-                async with self._open_exchange(
-                    "GET",
-                    self.url,
-                    headers=self._get_headers(last_event_id),
-                    timeout=self._stream_timeout,
-                ) as response:
-                    if response.status_code >= 400 or media_type(response) != "text/event-stream":
-                        logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
-                        return
-                    progressed = await self._read_events(response, decoder, None)
-            except httpx.HTTPError as exc:
-                logger.debug("the standalone SSE stream broke: %r", exc)
-                progressed = False
-            last_event_id, retry = decoder.last_event_id, decoder.retry
-            failures = 0 if progressed else failures + 1
-            await anyio.sleep(retry if retry is not None else self._reconnect_delay)
+        try:
+            while failures <= self._max_reconnects and not self._closed:
+                decoder = SseDecoder(self._limit)
+                decoder.last_event_id, decoder.retry = last_event_id, retry
+                try:
+                    async with self._open_exchange(
+                        "GET",
+                        self.url,
+                        headers=self._get_headers(last_event_id),
+                        timeout=self._stream_timeout,
+                    ) as response:
+                        opened.set()
+                        if (
+                            response.status_code >= 400
+                            or media_type(response) != "text/event-stream"
+                        ):
+                            logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
+                            return
+                        progressed = await self._read_events(response, decoder, None)
+                except httpx.HTTPError as exc:
+                    logger.debug("the standalone SSE stream broke: %r", exc)
+                    progressed = False
+                opened.set()
+                last_event_id, retry = decoder.last_event_id, decoder.retry
+                failures = 0 if progressed else failures + 1
+                await anyio.sleep(retry if retry is not None else self._reconnect_delay)
+        finally:
+            opened.set()
 
     # -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------
 

@@ -553,7 +553,6 @@ async def test_the_standalone_get_stream_is_open_before_the_first_request() -> N
     # A server may answer a request on the standalone stream once that stream is open
     # (the conformance suite's sse-retry scenario does): so the client opens it before
     # it goes on, even when the server is slow to answer the GET.
-    answered = anyio.Event()
     order: list[str] = []
 
     async def handle(seen: Seen) -> Response | None:
@@ -565,19 +564,12 @@ async def test_the_standalone_get_stream_is_open_before_the_first_request() -> N
                 await anyio.sleep_forever()
 
             order.append("GET answered")
-            answered.set()
             return StreamingResponse(events(), media_type="text/event-stream")
         if seen.rpc == "tools/call":
             order.append("tools/call")
         return None
 
-    scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
-    ):
-        with anyio.fail_after(GUARD):
-            await client.call_tool("echo", {"text": "x"})
+    await echo_through(Scripted(handle), "x")
     assert order == ["GET answered", "tools/call"]
 
 
@@ -594,14 +586,20 @@ async def test_a_get_never_answered_holds_the_client_back_only_a_while(
         return None
 
     scripted = Scripted(handle)
+    assert await echo_through(scripted, "still here") == "still here"
+    assert [s.method for s in scripted.seen].count("GET") == 1
+
+
+async def echo_through(scripted: Scripted, text: str) -> str:
+    """Connect to ``scripted`` (2025-11-25) and call its ``echo`` tool once."""
     async with (
         serving(scripted.app()) as base,
         Client.http(f"{base}/mcp", mode="2025-11-25") as client,
     ):
         with anyio.fail_after(GUARD):
-            answer = await client.call_tool("echo", {"text": "still here"})
-    assert answer.content[0].text == "still here"
-    assert [s.method for s in scripted.seen].count("GET") == 1
+            answer = await client.call_tool("echo", {"text": text})
+    echoed: str = answer.content[0].text
+    return echoed
 
 
 async def test_the_standalone_get_stream_reconnects_with_last_event_id() -> None:

@@ -588,6 +588,18 @@ async def run_rounds(lanes: Sequence[Lane], settings: Settings, label: str) -> R
 # -- the workers ------------------------------------------------------------------------------
 
 
+async def open_lane(
+    stack: AsyncExitStack, key: str, row: Row, server: RunningServer, revision: str
+) -> Lane:
+    """A lane ``key`` of ``row``'s started load clients on ``server`` (as many as the most
+    clients a batch has), closed with ``stack``."""
+    loads = [await open_load(row, server, revision) for _ in range(max(IN_FLIGHT))]
+    for load in loads:
+        stack.push_async_callback(load.connection.close)
+    echoes: list[Echo] = [load.echo for load in loads]
+    return Lane(key, {n: echoes[:n] for n in IN_FLIGHT}, server.pid)
+
+
 async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str, Any]:
     """Every row of the load table, in each of ``revisions``."""
     apps = available_apps()
@@ -604,11 +616,7 @@ async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str,
                 server = servers[row.app]
                 if revision not in server.app.revisions:
                     continue
-                loads = [await open_load(row, server, revision) for _ in range(max(IN_FLIGHT))]
-                for load in loads:
-                    stack.push_async_callback(load.connection.close)
-                echoes: list[Echo] = [load.echo for load in loads]
-                lanes.append(Lane(row.key, {n: echoes[:n] for n in IN_FLIGHT}, server.pid))
+                lanes.append(await open_lane(stack, row.key, row, server, revision))
             result["rounds"][revision] = await run_rounds(lanes, settings, revision)
     return result
 
@@ -627,13 +635,9 @@ async def floor_worker(settings: Settings) -> dict[str, Any]:
         for key, server in servers.items():
             revisions = REVISIONS if key == MCPSPEC else REVISIONS[:1]
             for revision in revisions:
-                row = Row(key, key, "raw")
-                loads = [await open_load(row, server, revision) for _ in range(max(IN_FLIGHT))]
-                for load in loads:
-                    stack.push_async_callback(load.connection.close)
-                echoes: list[Echo] = [load.echo for load in loads]
                 label = f"{key} {revision}" if key == MCPSPEC else key
-                lanes.append(Lane(label, {n: echoes[:n] for n in IN_FLIGHT}, server.pid))
+                row = Row(key, key, "raw")
+                lanes.append(await open_lane(stack, label, row, server, revision))
         return await run_rounds(lanes, settings, "floor")
 
 

@@ -43,6 +43,7 @@ from .events import (
     ResponseReceived,
 )
 from .negotiation import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .parts import OnParts
 from .pending import Batch, IncomingRequest, OutgoingRequest
 from .progress import IGNORE, TERMINAL_TASK_STATUSES, ProgressTracker
 from .rules import Problem, Rule
@@ -134,37 +135,25 @@ def _struct_params(cls: type) -> bool:
     )
 
 
-class Receiver:
+class Receiver(OnParts):
     """The receiving part of a session: ``receive``, and the dispatch table behind it.
 
-    It shares the session's parts (lifecycle, pending table, progress tracker,
-    subscriptions, terms) and hands the messages that negotiate to the session's
-    negotiation part.
+    It works on the session's parts as :class:`~.parts.OnParts` binds them.
     """
 
     def __init__(self, parts: Parts) -> None:
-        self._terms = terms = parts.terms
-        self._life = parts.life
-        self._pending = pending = parts.pending
-        #: The two directions of the pending table (the same dicts, read on hot paths).
-        self._incoming = pending.incoming
-        self._outgoing = pending.outgoing
-        self._progress = progress = parts.progress
-        self._expected = progress.expected
-        self._reporting = progress.reporting
-        self._subscriptions = subscriptions = parts.subscriptions
+        super().__init__(parts)
         self._v = parts.violations
         self._max_bytes = parts.limits.max_message_bytes
         self._max_in_flight = parts.limits.max_requests_in_flight
-        #: Switches the session to another revision (a server's first message).
-        self._switch = parts.switch
         #: What the rules see of the sender of a received message: the peer.
-        self._peer = SenderView(terms.peer_role, pending, subscriptions, receiving=True)
-        self._negotiation: Negotiation
+        self._peer = SenderView(
+            parts.terms.peer_role, parts.pending, parts.subscriptions, receiving=True
+        )
 
     def attach(self, negotiation: Negotiation) -> None:
         """The negotiation part whose messages this part hands over; builds the table."""
-        self._negotiation = negotiation
+        super().attach(negotiation)
         self.rebuild()
 
     # -- the dispatch table ---------------------------------------------------------------------

@@ -31,6 +31,7 @@ from .misuse import (
     StateError,
 )
 from .models import misuse_of_result
+from .parts import OnParts
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import IGNORE, TERMINAL_TASK_STATUSES
 from .rules import RULES, Rule
@@ -38,7 +39,6 @@ from .state import Phase
 from .stateless import LISTEN
 
 if TYPE_CHECKING:
-    from .negotiating import Negotiation
     from .parts import Parts
 
 __all__ = ["Sendable", "Sender", "params_meta", "revision_of"]
@@ -91,33 +91,18 @@ def _with_token(message: Any, token: Any) -> Any:
     return msgspec.structs.replace(message, params=params)
 
 
-class Sender:
+class Sender(OnParts):
     """The sending part of a session: ``send`` and what builds on it.
 
-    It shares the session's parts (lifecycle, pending table, progress tracker,
-    subscriptions, terms) and hands the messages that negotiate to the session's
-    negotiation part.
+    It works on the session's parts as :class:`~.parts.OnParts` binds them.
     """
 
     def __init__(self, parts: Parts) -> None:
-        self._terms = terms = parts.terms
-        self._life = parts.life
-        self._pending = pending = parts.pending
-        self._incoming = pending.incoming
-        self._outgoing = pending.outgoing
-        self._progress = progress = parts.progress
-        self._expected = progress.expected
-        self._reporting = progress.reporting
-        self._subscriptions = subscriptions = parts.subscriptions
-        #: Switches the session to another revision (an opening request of another).
-        self._switch = parts.switch
+        super().__init__(parts)
         #: What the rules see of the sender of a sent message: this side.
-        self._own = SenderView(terms.role, pending, subscriptions, receiving=False)
-        self._negotiation: Negotiation
-
-    def attach(self, negotiation: Negotiation) -> None:
-        """The negotiation part whose messages this part hands over."""
-        self._negotiation = negotiation
+        self._own = SenderView(
+            parts.terms.role, parts.pending, parts.subscriptions, receiving=False
+        )
 
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` (a generated request or notification of the revision

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .limits import Limits
 from .pending import PendingTable
@@ -14,7 +14,10 @@ from .stateless import Subscriptions
 from .terms import Terms
 from .violations import Violations
 
-__all__ = ["Parts"]
+if TYPE_CHECKING:
+    from .negotiating import Negotiation
+
+__all__ = ["OnParts", "Parts"]
 
 
 class Parts(NamedTuple):
@@ -29,3 +32,28 @@ class Parts(NamedTuple):
     limits: Limits
     #: Switches the session to another revision, rebuilding what depends on it.
     switch: Callable[[str], None]
+
+
+class OnParts:
+    """A part that works on the others (the receiving and the sending part): the parts
+    it shares, bound once as attributes, with the pending table's and the progress
+    tracker's dicts that hot paths read; and the negotiation part it hands the messages
+    that negotiate to."""
+
+    def __init__(self, parts: Parts) -> None:
+        self._terms = parts.terms
+        self._life = parts.life
+        self._pending = pending = parts.pending
+        self._incoming = pending.incoming
+        self._outgoing = pending.outgoing
+        self._progress = progress = parts.progress
+        self._expected = progress.expected
+        self._reporting = progress.reporting
+        self._subscriptions = parts.subscriptions
+        #: Switches the session to another revision.
+        self._switch = parts.switch
+        self._negotiation: Negotiation
+
+    def attach(self, negotiation: Negotiation) -> None:
+        """The negotiation part whose messages this part hands over."""
+        self._negotiation = negotiation

@@ -21,30 +21,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mcpspec.runtime.connection import (
-    Client,
-    ConnectionClosed,
-    MessageTooLarge,
-    NegotiationRefused,
-    RequestError,
-    RequestTimeout,
-    ResponseViolation,
-    Server,
-)
+from mcpspec.runtime.connection import Client, Server, errors
 from mcpspec.runtime.connection.http import HttpApp
 from mcpspec.runtime.connection.http.client import HttpClientStream
+from tests.test_http_app import sse_messages
+from tests.test_http_fuzz import json_values
 
 pytestmark = pytest.mark.anyio
 
 #: What a call may raise when the server misbehaves: the library's errors.
-TYPED = (
-    ConnectionClosed,
-    MessageTooLarge,
-    NegotiationRefused,
-    RequestError,
-    RequestTimeout,
-    ResponseViolation,
-)
+TYPED = tuple(getattr(errors, name) for name in errors.__all__)
 #: Bound on each call and on opening (seconds); the example's guard is above their sum.
 CALL_TIMEOUT = 1.0
 GUARD = 30.0
@@ -69,14 +55,6 @@ def build_app() -> HttpApp:
 
 
 # -- hostile answers ---------------------------------------------------------------------------
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
 
 #: SSE lines, ``{reply}`` standing for the honest answer's JSON.
 sse_lines = st.one_of(
@@ -183,11 +161,10 @@ class Mischief(httpx.AsyncBaseTransport):
 
 def _json_of(data: bytes) -> bytes:
     """The (last) JSON-RPC message of an honest body, JSON or SSE."""
-    if data.startswith(b"{") or data.startswith(b"["):
+    if data.startswith((b"{", b"[")):
         return data
-    lines = [line[5:].strip() for line in data.splitlines() if line.startswith(b"data:")]
-    lines = [line for line in lines if line]
-    return lines[-1] if lines else b"{}"
+    messages = sse_messages(data.decode("utf-8", "replace"))
+    return json.dumps(messages[-1]).encode() if messages else b"{}"
 
 
 # -- the property ------------------------------------------------------------------------------

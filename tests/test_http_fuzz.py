@@ -23,17 +23,11 @@ from hypothesis import strategies as st
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import HttpApp
+from tests.test_http_app import ACCEPT, META, STATELESS, sse_messages
 
 pytestmark = pytest.mark.anyio
 
-STATELESS = "2026-07-28"
 HANDSHAKE = ("2025-03-26", "2025-06-18", "2025-11-25")
-ACCEPT = "application/json, text/event-stream"
-META = {
-    "io.modelcontextprotocol/protocolVersion": STATELESS,
-    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 #: How long a request whose response never completes (a stream) stays connected.
 LINGER = 0.05
 #: Generous bound on one request: only a hang reaches it.
@@ -177,12 +171,7 @@ def encode(message: Any) -> bytes:
 def reply_of(result: Exchange) -> Any:
     """The JSON-RPC message of a JSON or SSE answer (the last one of an SSE stream)."""
     if result.headers.get(b"content-type", b"").startswith(b"text/event-stream"):
-        data = [
-            line[5:].strip()
-            for line in result.body.decode().splitlines()
-            if line.startswith("data:") and line[5:].strip()
-        ]
-        return json.loads(data[-1])
+        return sse_messages(result.body.decode())[-1]
     return json.loads(result.body)
 
 

@@ -400,31 +400,45 @@ class ClientNegotiation:
         self._send_own(request, events)
         return True
 
-    def result_refused(self, record: OutgoingRequest, raw: Raw, events: list[Event]) -> None:
-        """A discover result this client cannot use: an older server's answer to any
-        method (fall back to ``initialize``), or a broken one (negotiation fails)."""
+    def result_refused(self, record: OutgoingRequest, raw: Raw | None, events: list[Event]) -> None:
+        """An answer negotiation cannot use: an older server's answer to any method
+        (fall back to ``initialize``), or a broken one (negotiation fails). ``raw`` is
+        ``None`` when the answer could not be read at all."""
+        violation = events[0]
+        assert isinstance(violation, ProtocolViolation)
+        if record.method == "initialize":
+            # A broken answer to initialize: no revision was agreed, none will be.
+            self._fail(
+                "the server answered initialize with a message this client cannot read: "
+                + violation.reason,
+                [],
+                events,
+                error=violation.error,
+                rule=violation.rule,
+            )
+            return
         probing = self._life.phase is Phase.PROBING
         if record.method != "server/discover" or not (probing or record.id == self.opening):
             return
         self.opening = None
         terms = self._terms
         handshake = [r for r in terms.accepted if r in HANDSHAKE_REVISIONS]
-        if probing and handshake and not _names_versions(raw):
+        if probing and handshake and (raw is None or not _names_versions(raw)):
             # Not a discover result at all (an older server that answers any method
-            # with an empty result, say): an older server, which wants initialize.
+            # with an empty result, or that cannot answer it in valid JSON-RPC): an
+            # older server, which wants initialize.
             self._send_own(self.initialize_request(handshake[-1]), events)
             return
         if not terms.ready_emitted and (probing or self._life.phase is Phase.READY):
-            # The probe was answered with a result this client cannot use (it broke the
-            # schema): negotiation ends here rather than waiting for nothing.
-            violation = events[0]
-            assert isinstance(violation, ProtocolViolation)
+            # The probe was answered with something this client cannot use (it broke
+            # the schema): negotiation ends here rather than waiting for nothing.
+            what = "a message this client cannot read" if raw is None else "an invalid result"
             self._fail(
-                f"the server answered server/discover with an invalid result: {violation.reason}",
+                f"the server answered server/discover with {what}: {violation.reason}",
                 [],
                 events,
                 error=violation.error,
-                rule=Rule.INVALID_RESULT,
+                rule=violation.rule,
             )
 
     def unreadable_request(self) -> RequestId | None:
@@ -447,7 +461,8 @@ class ClientSession(Session):
 
     ``mode`` is ``"auto"`` (probe ``server/discover``; fall back to ``initialize`` when
     the server answers -32601 or another error that is not a 2026-07-28 refusal, id null
-    included, or a result that is not a discover result; on -32022 retry once with the
+    included, a result that is not a discover result, or an answer that is not valid
+    JSON-RPC; on -32022 retry once with the
     newest mutually accepted revision; on -32020 or -32021, fail), ``"legacy"``
     (``initialize`` only), or
     one revision to pin.

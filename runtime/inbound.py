@@ -263,7 +263,7 @@ class Receiver(OnParts):
                 else:
                     message = self._decode(data)
             except InvalidMessage as exc:
-                return [self._v.invalid(exc, data)]
+                return self._invalid(exc, data)
             handler = self._handlers.get(message.__class__)
             if handler is not None:
                 return handler(message)
@@ -300,8 +300,28 @@ class Receiver(OnParts):
         try:
             message = self._decode(data)
         except InvalidMessage as exc:
-            return [self._v.invalid(exc, data)]
+            return self._invalid(exc, data)
         return self._deliver(message, data, True)
+
+    def _invalid(self, exc: InvalidMessage, data: bytes, index: int | None = None) -> list[Event]:
+        """What the codec refused (``index``: of a batch member). A response to an
+        outstanding request of this side (no method, an id in the table) that cannot be
+        read answers that request all the same: the peer will send no other. Its record
+        is settled and the violation names it, so that whoever waits for the answer
+        learns, and negotiation too, should the request be its own."""
+        violation = self._v.invalid(exc, data, index)
+        request_id = exc.id
+        if exc.answerable or exc.method is not None or request_id is None:
+            return [violation]
+        record = self._outgoing.pop(request_id, None)
+        if record is None:
+            return [violation]
+        self._settle(record, None)
+        events: list[Event] = [
+            msgspec.structs.replace(violation, request_id=record.id, method=record.method)
+        ]
+        self._negotiation.result_refused(record, None, events)
+        return events
 
     def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:
         """The events of a decoded message, the lifecycle gate checked first if
@@ -368,7 +388,7 @@ class Receiver(OnParts):
     def _batch_member(self, item: Any, data: bytes, index: int, gated: bool) -> list[Event]:
         """The events of batch member ``index``: decoded, or what the codec refused."""
         if isinstance(item, InvalidMessage):
-            return [self._v.invalid(item, data, index)]
+            return self._invalid(item, data, index)
         if getattr(item, "method", None) == "initialize":
             return [
                 self._v.violation(

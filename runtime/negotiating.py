@@ -56,9 +56,10 @@ class Negotiation(Protocol):
         """A typed result of a request that negotiates arrived; may add events."""
         ...
 
-    def result_refused(self, record: OutgoingRequest, raw: Raw, events: list[Event]) -> None:
-        """A result that is not of its type arrived (``events``: its violation); may add
-        events."""
+    def result_refused(self, record: OutgoingRequest, raw: Raw | None, events: list[Event]) -> None:
+        """An answer to ``record`` that cannot be used arrived (``events``: its
+        violation): a result not of its type (``raw``), or a response that cannot be
+        read at all (``None``); may add events."""
         ...
 
     def error_received(

@@ -147,7 +147,7 @@ class ServerNegotiation:
     def result_received(self, record: OutgoingRequest, result: Any, events: list[Event]) -> None:
         """Nothing a server sends negotiates."""
 
-    def result_refused(self, record: OutgoingRequest, raw: Raw, events: list[Event]) -> None:
+    def result_refused(self, record: OutgoingRequest, raw: Raw | None, events: list[Event]) -> None:
         """Nothing a server sends negotiates."""
 
     def error_received(

@@ -108,6 +108,44 @@ async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on
     assert [v.rule for v in violations] == [Rule.INVALID_RESULT]
 
 
+async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes_on() -> None:
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        bad = {"jsonrpc": None, "id": message["id"], "result": {"content": []}}
+        await stream.send(encode(bad))
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, lambda m, s: echo_or(reply, m, s))
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            for _ in range(2):
+                with anyio.fail_after(GUARD), pytest.raises(ResponseViolation) as broken:
+                    await client.call_tool("bad")
+                assert broken.value.violation.rule is Rule.INVALID_REQUEST
+                assert broken.value.violation.path == "$.jsonrpc"
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+            assert client.session.outstanding == frozenset()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_an_unreadable_answer_to_the_opening_request_raises_negotiation_refused(
+    mode: str,
+) -> None:
+    client_end, server_end = memory_pair()
+
+    async def garble() -> None:
+        message = json.loads(await server_end.receive())
+        await server_end.send(encode({"jsonrpc": "1.0", "id": message["id"], "result": {}}))
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(garble)
+        client = Client.over(client_end, mode=mode)
+        with anyio.fail_after(GUARD), pytest.raises(NegotiationRefused) as refused:
+            await client.__aenter__()
+    assert refused.value.event.rule is Rule.INVALID_REQUEST
+    assert "$.jsonrpc" in str(refused.value.event.error.data)
+    assert client.closed
+
+
 async def test_an_error_response_raises_request_error() -> None:
     async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
         error = {"code": -32000, "message": "busy", "data": {"retry": True}}

@@ -470,6 +470,57 @@ def test_auto_client_fails_on_an_invalid_discover_result(result: dict[str, Any])
     assert client.phase is Phase.CLOSED
 
 
+#: Answers to request 1 whose envelope breaks JSON-RPC.
+_UNREADABLE = [
+    {"jsonrpc": None, "id": 1, "result": {}},
+    {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": -32601, "message": "no"}},
+    {"jsonrpc": "2.0", "id": 1, "error": {"code": "unknown", "message": "no"}},
+]
+
+
+@pytest.mark.parametrize("answer", _UNREADABLE)
+def test_auto_client_falls_back_when_the_probe_is_answered_unreadably(
+    answer: dict[str, Any],
+) -> None:
+    # As with an error without id: a server that cannot answer server/discover in
+    # valid JSON-RPC is not a 2026-07-28 server; initialize may still work.
+    client = ClientSession()
+    client.start()
+    events = client.receive(wire(answer))
+    violation = only(events, ProtocolViolation)
+    assert violation.rule is Rule.INVALID_REQUEST
+    assert (violation.request_id, violation.method) == (1, "server/discover")
+    assert type(only(events, Outgoing).message).method == "initialize"
+    assert client.phase is Phase.INITIALIZING and client.outstanding == frozenset({2})
+
+
+@pytest.mark.parametrize("answer", _UNREADABLE)
+@pytest.mark.parametrize(
+    ("revisions", "mode"),
+    [(None, "legacy"), (None, "2025-06-18"), (None, "2026-07-28"), (["2026-07-28"], "auto")],
+)
+def test_an_unreadable_answer_to_the_opening_request_fails_negotiation(
+    answer: dict[str, Any], revisions: Any, mode: str
+) -> None:
+    client = ClientSession(revisions, mode=mode)
+    client.start()
+    events = client.receive(wire(answer))
+    violation = only(events, ProtocolViolation)
+    failed = only(events, NegotiationFailed)
+    assert violation.request_id == 1 and failed.rule is violation.rule is Rule.INVALID_REQUEST
+    assert failed.error == violation.error and violation.reason in failed.reason
+    assert client.phase is Phase.CLOSED and client.outstanding == frozenset()
+
+
+def test_an_unreadable_answer_to_the_fallback_initialize_fails_negotiation() -> None:
+    client = ClientSession()
+    client.start()
+    client.receive(_error(-32601, "Method not found"))
+    events = client.receive(wire({"jsonrpc": None, "id": 2, "result": {}}))
+    assert only(events, NegotiationFailed).rule is Rule.INVALID_REQUEST
+    assert client.phase is Phase.CLOSED and client.outstanding == frozenset()
+
+
 def test_a_stray_answer_while_probing_leaves_the_probe_waiting() -> None:
     client = ClientSession()
     client.start()

@@ -102,6 +102,47 @@ def test_result_not_matching_its_method_is_a_violation(revision: str) -> None:
     assert client.outstanding == frozenset()
 
 
+#: Answers to request 3 whose envelope breaks JSON-RPC (the last one is large enough
+#: to take the one-pass decoding of the only outstanding request's response).
+UNREADABLE_ANSWERS = [
+    {"jsonrpc": None, "id": 3, "result": {"content": []}},
+    {"jsonrpc": "2.0", "id": 3, "result": {"content": []}, "error": {"code": 1, "message": "x"}},
+    {"jsonrpc": "2.0", "id": 3, "error": {"code": "busy", "message": "x"}},
+    {"jsonrpc": "1.0", "id": 3, "result": {"content": [], "pad": "p" * 300}},
+]
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("answer", UNREADABLE_ANSWERS)
+@pytest.mark.parametrize("outstanding", [1, 2])
+def test_an_unreadable_answer_still_answers_its_request(
+    revision: str, answer: dict[str, Any], outstanding: int
+) -> None:
+    # The peer sends no other answer: the request is settled, and the violation names
+    # it, so that nothing waits for it (nor keeps its record) forever.
+    client, server = connect(revision)
+    for request_id in range(3, 3 + outstanding):
+        server.receive(client.send(tools_call(client, request_id)))
+    violation = only(client.receive(wire(answer)), ProtocolViolation)
+    assert violation.rule is Rule.INVALID_REQUEST and violation.response is None
+    assert (violation.request_id, violation.method) == (3, "tools/call")
+    assert client.outstanding == frozenset(range(4, 3 + outstanding))
+    again = only(client.receive(wire(answer)), ProtocolViolation)
+    assert again.rule is Rule.INVALID_REQUEST and again.request_id is None
+
+
+def test_an_unreadable_answer_in_a_batch_answers_its_request() -> None:
+    client, server = connect("2025-03-26")
+    for request_id in (3, 4):
+        server.receive(client.send(tools_call(client, request_id)))
+    batch = [UNREADABLE_ANSWERS[0], {"jsonrpc": "2.0", "id": 4, "result": {"content": []}}]
+    events = client.receive(wire(batch))
+    violation = only(events, ProtocolViolation)
+    assert (violation.request_id, violation.method) == (3, "tools/call")
+    assert only(events, ResponseReceived).request_id == 4
+    assert client.outstanding == frozenset()
+
+
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("kind", ["result", "error"])
 def test_unknown_and_duplicate_response_ids(revision: str, kind: str) -> None:

@@ -40,7 +40,6 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 import anyio
 import anyio.abc
 import anyio.lowlevel
-import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.client import ClientSession
@@ -107,16 +106,6 @@ _NOT_AN_ANSWER: Final = frozenset(
         Rule.LOG_LEVEL,
     }
 )
-
-
-class _ResponseId(msgspec.Struct):
-    """The members of an unreadable message that tell which request it answers."""
-
-    id: Any = None
-    method: Any = None
-
-
-_RESPONSE_ID = msgspec.json.Decoder(_ResponseId)
 
 
 #: The class of anyio's cancel scopes on the asyncio loop last asked about (weakly).
@@ -488,7 +477,7 @@ class Peer(Generic[S]):
                 logger.exception("the session failed to read a message")
                 continue
             for event in events:
-                await self._on_event(event, data)
+                await self._on_event(event)
 
     async def feed(
         self, data: bytes, *, inline: bool = False, scope: anyio.CancelScope | None = None
@@ -506,10 +495,10 @@ class Peer(Generic[S]):
             logger.exception("the session failed to read a message")
             return []
         if inline:
-            await self._take_events(events, data, scope)
+            await self._take_events(events, scope)
         else:
             for event in events:
-                await self._on_event(event, data)
+                await self._on_event(event)
         return events
 
     async def feed_request(
@@ -532,17 +521,15 @@ class Peer(Generic[S]):
         if not isinstance(request, RequestReceived) or (
             len(events) > 1 and (len(events) > 2 or not isinstance(events[0], SessionReady))
         ):
-            await self._take_events(events, data, scope)
+            await self._take_events(events, scope)
             return events, None
         if len(events) > 1:
-            await self._on_event(events[0], data)
+            await self._on_event(events[0])
         handling = scope if scope is not None else new_cancel_scope(self._loop)
         self._handling[request.request_id] = handling
         return events, await self._handle(request, handling, hand_back=True)
 
-    async def _take_events(
-        self, events: list[Event], data: bytes, scope: anyio.CancelScope | None
-    ) -> None:
+    async def _take_events(self, events: list[Event], scope: anyio.CancelScope | None) -> None:
         """Act on the events of a message fed with ``inline``."""
         for event in events:
             if isinstance(event, RequestReceived):
@@ -550,7 +537,7 @@ class Peer(Generic[S]):
                 self._handling[event.request_id] = handling
                 await self._handle(event, handling)
             else:
-                await self._on_event(event, data)
+                await self._on_event(event)
 
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
@@ -569,7 +556,7 @@ class Peer(Generic[S]):
             self._handled = anyio.Event()
         await self._handled.wait()
 
-    async def _on_event(self, event: Event, data: bytes) -> None:
+    async def _on_event(self, event: Event) -> None:
         match event:
             case ResponseReceived():
                 waiter = self._waiters.pop(event.request_id, None)
@@ -595,7 +582,7 @@ class Peer(Generic[S]):
             case ErrorReceived():
                 self._on_error(event)
             case ProtocolViolation():
-                await self._on_violation(event, data)
+                await self._on_violation(event)
             case Outgoing():
                 await self._write_owned(event.data)
             case SessionReady():
@@ -619,13 +606,11 @@ class Peer(Generic[S]):
                 None, RequestError(event.error, request_id=event.request_id, method=event.method)
             )
 
-    async def _on_violation(self, event: ProtocolViolation, data: bytes) -> None:
+    async def _on_violation(self, event: ProtocolViolation) -> None:
         if event.response is not None:
             await self._answer(event.response)
         elif event.rule not in _NOT_AN_ANSWER:
             request_id = event.request_id
-            if request_id is None:
-                request_id = _answered_id(data)
             waiter = self._waiters.get(request_id) if request_id is not None else None
             if waiter is not None and event.method in (None, waiter.method):
                 del self._waiters[request_id]  # type: ignore[arg-type]
@@ -667,7 +652,7 @@ class Peer(Generic[S]):
             response=ErrorResponse(id=None, error=error) if owed else None,
             reason=reason,
         )
-        await self._on_violation(event, b"")
+        await self._on_violation(event)
 
     async def _guarded(self, callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
         """Run a user callback; its exception is logged, never ends the connection."""
@@ -849,15 +834,3 @@ def _has_progress_token(request: Any) -> bool:
     if isinstance(params, dict):
         meta = params.get("_meta")
     return isinstance(meta, dict) and "progressToken" in meta
-
-
-def _answered_id(data: bytes) -> RequestId | None:
-    """The ``id`` of an unreadable response (one with no ``method``), if it has one."""
-    try:
-        members = _RESPONSE_ID.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    request_id = members.id
-    if members.method is not None or isinstance(request_id, bool):
-        return None
-    return request_id if isinstance(request_id, (int, str)) else None

@@ -31,6 +31,7 @@ from .envelope import (
 )
 from .errors import ErrorCode, InvalidMessage, show
 from .msgspec_errors import is_missing_field, path_and_reason
+from .shallow import response_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -102,6 +103,11 @@ def envelope_decoder() -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(Envelope)
 
 
+#: A ``\uD800``-``\uDBFF`` escape not followed by the low half of its pair.
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
 #: A decoder for small data and one for large.
 _ResponsePlan: TypeAlias = "tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]"
 
@@ -115,8 +121,16 @@ def _not_json(exc: Exception, data: bytes | str | msgspec.Raw) -> str:
         return f"not JSON: a string is not valid UTF-8 ({exc.reason})"
     if isinstance(exc, UnicodeEncodeError):
         return "not JSON: the text holds a lone surrogate, which UTF-8 cannot encode"
-    if not isinstance(data, str) and bytes(memoryview(data)[:3]) == _BOM:
-        return "not JSON: a UTF-8 byte order mark before the message"
+    if not isinstance(data, str):
+        if bytes(memoryview(data)[:3]) == _BOM:
+            return "not JSON: a UTF-8 byte order mark before the message"
+        # msgspec calls a high surrogate escape without its low half "truncated".
+        lone = _LONE_SURROGATE.search(data) if "truncated" in str(exc) else None
+        if lone is not None:
+            escape = lone.group().decode("ascii")
+            return (
+                f"not JSON: a string holds the lone surrogate escape {escape} (byte {lone.start()})"
+            )
     return f"not JSON: {exc}"
 
 
@@ -290,11 +304,22 @@ class Codec:
     def _decode_slow(
         self, data: bytes | str, tried: bool, max_batch_members: int
     ) -> Message | list[Message | InvalidMessage]:
-        """:meth:`_decode_other`, once more with the whole stack if it ran out."""
+        """:meth:`_decode_other`, once more with the whole stack if it ran out. A message
+        that does not parse but reads as a response names the request it answers
+        (:func:`.shallow.response_id`)."""
         try:
-            return self._decode_other(data, tried, max_batch_members)
-        except RecursionError:
-            return _on_whole_stack(self._decode_other, data, tried, max_batch_members)
+            try:
+                return self._decode_other(data, tried, max_batch_members)
+            except RecursionError:
+                return _on_whole_stack(self._decode_other, data, tried, max_batch_members)
+        except InvalidMessage as exc:
+            if exc.code is ErrorCode.PARSE_ERROR and exc.id is None:
+                raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+                request_id = response_id(raw)
+                if request_id is not None:
+                    exc.id = request_id
+                    exc.answerable = False  # a response is never answered
+            raise
 
     def _decode_other(
         self, data: bytes | str, tried: bool, max_batch_members: int

@@ -67,8 +67,10 @@ class InvalidMessage(ValueError):
     ``code`` is the JSON-RPC error to answer with (-32700, -32600, -32601 or -32602),
     ``path`` the JSON path of the offending value (``$.params.name``), ``reason`` what
     is wrong there (both cut to :data:`MAX_ECHO` characters). ``id`` and ``method`` are
-    the request's, when they could be read. ``answerable`` is false for a notification
-    or a response, which are never answered. ``limit`` names the limit the input went
+    the request's, when they could be read; for a response, ``id`` is that of the
+    request it answers, read even from one that is not JSON when its leading members
+    name it (:mod:`.shallow`). ``answerable`` is false for a notification or a
+    response, which are never answered. ``limit`` names the limit the input went
     over (``"max_batch_members"``), if that is what is wrong.
     """
 

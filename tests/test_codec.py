@@ -188,6 +188,47 @@ def test_error_knows_the_request_id_and_method() -> None:
     assert caught.value.message == "Invalid params"
 
 
+#: Messages that do not parse, and the id of the request each answers (``None``: it
+#: answers none, or nothing readable says which).
+UNPARSED = [
+    # Python's json writes a lone surrogate as an escape; msgspec refuses it.
+    (b'{"jsonrpc": "2.0", "id": 1, "result": {"text": "\\ud800"}}', 1),
+    (b'{"jsonrpc":"2.0","id":"r","error":{"code":1,"message":"\\ud800x"}}', "r"),
+    (b'{"jsonrpc":"2.0","id":1,"result":"\\ud800"}', 1),
+    (b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}", 1),
+    (b' {\n "id" : 7 ,\t"result": {"a": 1}', 7),  # cut short
+    # Not a response, or not one whose id can be read.
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\\ud800"}}', None),
+    (b'{"jsonrpc":"2.0","result":' + b"[" * 5000 + b"]" * 5000 + b',"id":1}', None),
+    (b'{"jsonrpc":"2.0","id":true,"result":"\\ud800"}', None),
+    (b'{"jsonrpc":"2.0","id":1.5,"result":"\\ud800"}', None),
+    (b'{"jsonrpc":"2.0","id":1,"params":"\\ud800"}', None),
+    (b'[{"jsonrpc":"2.0","id":1,"result":"\\ud800"}]', None),
+    (b'{"pad":"' + b"x" * 5000 + b'","id":1,"result":"\\ud800"}', None),  # past the window
+]
+
+
+@pytest.mark.parametrize(("data", "answers"), UNPARSED)
+def test_a_response_that_does_not_parse_names_the_request_it_answers(
+    rev: ModuleType, data: bytes, answers: Any
+) -> None:
+    with pytest.raises(InvalidMessage) as caught:
+        rev.codec.decode(data)
+    error = caught.value
+    assert error.code == ErrorCode.PARSE_ERROR and error.path == "$"
+    assert error.id == answers
+    assert error.answerable is (answers is None)  # a response is never answered
+    assert error.method is None
+
+
+def test_a_lone_surrogate_escape_is_named() -> None:
+    with pytest.raises(InvalidMessage) as caught:
+        mcpspec.codec("2025-11-25").decode(UNPARSED[0][0])
+    assert "lone surrogate escape \\ud800 (byte 48)" in caught.value.reason
+    with pytest.raises(InvalidMessage, match="truncated"):
+        mcpspec.codec("2025-11-25").decode(b'{"jsonrpc":"2.0","id":1,"result":"\\\\ud800')
+
+
 def test_responses_keep_result_raw_until_typed(rev: ModuleType) -> None:
     data = b'{"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"a","inputSchema":{}}]}}'
     if rev.REVISION == "2026-07-28":

@@ -108,10 +108,19 @@ async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on
     assert [v.rule for v in violations] == [Rule.INVALID_RESULT]
 
 
-async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes_on() -> None:
+@pytest.mark.parametrize(
+    ("answer", "rule", "path"),
+    [
+        ({"jsonrpc": None, "result": {"content": []}}, Rule.INVALID_REQUEST, "$.jsonrpc"),
+        # What a Python server writes for text holding a lone surrogate: not JSON.
+        ({"result": {"content": [{"type": "text", "text": "\udc80"}]}}, Rule.PARSE_ERROR, "$"),
+    ],
+)
+async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes_on(
+    answer: dict[str, Any], rule: Rule, path: str
+) -> None:
     async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
-        bad = {"jsonrpc": None, "id": message["id"], "result": {"content": []}}
-        await stream.send(encode(bad))
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], **answer}))
 
     client_end, server_end = memory_pair()
     async with anyio.create_task_group() as task_group:
@@ -120,8 +129,8 @@ async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes
             for _ in range(2):
                 with anyio.fail_after(GUARD), pytest.raises(ResponseViolation) as broken:
                     await client.call_tool("bad")
-                assert broken.value.violation.rule is Rule.INVALID_REQUEST
-                assert broken.value.violation.path == "$.jsonrpc"
+                assert broken.value.violation.rule is rule
+                assert broken.value.violation.path == path
             assert (await client.call_tool("echo", {"text": "on"})).text == "on"
             assert client.session.outstanding == frozenset()
 

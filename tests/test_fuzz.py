@@ -18,6 +18,7 @@ import mcpspec
 from mcpspec.runtime import (
     ErrorCode,
     InvalidMessage,
+    Phase,
     ProtocolViolation,
     RequestReceived,
     Rule,
@@ -66,12 +67,33 @@ def test_the_harness_sees_a_broken_invariant() -> None:
 
     class Raising:
         unanswered: frozenset[Any] = frozenset()
+        outstanding: frozenset[Any] = frozenset()
 
         def receive(self, data: bytes) -> list[Any]:
             raise UnicodeDecodeError("utf-8", data, 0, 1, "invalid start byte")
 
     problems, used = check_receive(Raising(), b'"\xff"', 0)  # type: ignore[arg-type]
     assert used and [p.exception for p in problems] == ["UnicodeDecodeError"]
+
+
+def test_the_harness_sees_an_answer_that_ends_nothing() -> None:
+    """A response to an outstanding request that leaves it outstanding is reported (a
+    stand-in session that ignores everything)."""
+
+    class Deaf:
+        unanswered: frozenset[Any] = frozenset()
+        outstanding: frozenset[Any] = frozenset({1})
+        phase = Phase.CLOSED
+
+        def receive(self, data: bytes) -> list[Any]:
+            return []
+
+    for answer in (b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":null,"id":1,"error":1}'):
+        problems, _used = check_receive(Deaf(), answer, 0)  # type: ignore[arg-type]
+        assert [p.kind for p in problems] == ["an answered request stays outstanding"]
+    for other in (b'{"jsonrpc":"2.0","id":2,"result":{}}', b'{"id":1,"method":"x","result":1}'):
+        problems, _used = check_receive(Deaf(), other, 0)  # type: ignore[arg-type]
+        assert problems == []
 
 
 # -- Hypothesis: the same edits, searched and shrunk --------------------------------------

@@ -302,7 +302,14 @@ def test_a_deep_result_is_refused_at_any_stack_depth() -> None:
     events = at_depth(900)
     assert [type(e) for e in events] == [ProtocolViolation]
     assert server.revision == "2025-11-25"  # the server is untouched
-    # The request stays outstanding: its answer never came in a readable form.
-    assert client.outstanding == {9}
-    fine = wire({"jsonrpc": "2.0", "id": 9, "result": {"tools": []}})
+    # It is request 9's answer all the same: the request ends with the violation.
+    violation = only(events, ProtocolViolation)
+    assert (violation.rule, violation.request_id, violation.method) == (
+        Rule.PARSE_ERROR,
+        9,
+        "tools/list",
+    )
+    assert violation.response is None and client.outstanding == frozenset()
+    client.send(client.types.ListToolsRequest(id=10))
+    fine = wire({"jsonrpc": "2.0", "id": 10, "result": {"tools": []}})
     only(client.receive(fine), ResponseReceived)

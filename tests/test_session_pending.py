@@ -102,40 +102,54 @@ def test_result_not_matching_its_method_is_a_violation(revision: str) -> None:
     assert client.outstanding == frozenset()
 
 
-#: Answers to request 3 whose envelope breaks JSON-RPC (the last one is large enough
-#: to take the one-pass decoding of the only outstanding request's response).
+def _answer(**members: Any) -> bytes:
+    """A response to request 3, written as Python's ``json`` writes it."""
+    return json.dumps({"jsonrpc": "2.0", "id": 3, **members}).encode()
+
+
+#: Answers to request 3 that cannot be read, with the rule each breaks (the last of each
+#: kind is large enough to take the one-pass decoding of the only outstanding request's
+#: response).
 UNREADABLE_ANSWERS = [
-    {"jsonrpc": None, "id": 3, "result": {"content": []}},
-    {"jsonrpc": "2.0", "id": 3, "result": {"content": []}, "error": {"code": 1, "message": "x"}},
-    {"jsonrpc": "2.0", "id": 3, "error": {"code": "busy", "message": "x"}},
-    {"jsonrpc": "1.0", "id": 3, "result": {"content": [], "pad": "p" * 300}},
+    (_answer(jsonrpc=None, result={"content": []}), Rule.INVALID_REQUEST),
+    (_answer(result={"content": []}, error={"code": 1, "message": "x"}), Rule.INVALID_REQUEST),
+    (_answer(error={"code": "busy", "message": "x"}), Rule.INVALID_REQUEST),
+    (_answer(jsonrpc="1.0", result={"content": [], "pad": "p" * 300}), Rule.INVALID_REQUEST),
+    # Python's json writes a lone surrogate as an escape, which is not JSON to msgspec.
+    (_answer(result={"content": [{"type": "text", "text": "\ud800"}]}), Rule.PARSE_ERROR),
+    (_answer(result={"content": [], "pad": "p" * 300, "text": "\udbff"}), Rule.PARSE_ERROR),
+    (_answer(result={"content": "x"})[:-1], Rule.PARSE_ERROR),  # cut short
+    (b'{"jsonrpc":"2.0","id":3,"result":' + b"[" * 5000 + b"]" * 5000 + b"}", Rule.PARSE_ERROR),
 ]
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
-@pytest.mark.parametrize("answer", UNREADABLE_ANSWERS)
+@pytest.mark.parametrize(("answer", "rule"), UNREADABLE_ANSWERS)
 @pytest.mark.parametrize("outstanding", [1, 2])
 def test_an_unreadable_answer_still_answers_its_request(
-    revision: str, answer: dict[str, Any], outstanding: int
+    revision: str, answer: bytes, rule: Rule, outstanding: int
 ) -> None:
     # The peer sends no other answer: the request is settled, and the violation names
     # it, so that nothing waits for it (nor keeps its record) forever.
     client, server = connect(revision)
     for request_id in range(3, 3 + outstanding):
         server.receive(client.send(tools_call(client, request_id)))
-    violation = only(client.receive(wire(answer)), ProtocolViolation)
-    assert violation.rule is Rule.INVALID_REQUEST and violation.response is None
+    violation = only(client.receive(answer), ProtocolViolation)
+    assert violation.rule is rule and violation.response is None
     assert (violation.request_id, violation.method) == (3, "tools/call")
     assert client.outstanding == frozenset(range(4, 3 + outstanding))
-    again = only(client.receive(wire(answer)), ProtocolViolation)
-    assert again.rule is Rule.INVALID_REQUEST and again.request_id is None
+    again = only(client.receive(answer), ProtocolViolation)
+    assert again.rule is rule and again.request_id is None and again.response is None
 
 
 def test_an_unreadable_answer_in_a_batch_answers_its_request() -> None:
     client, server = connect("2025-03-26")
     for request_id in (3, 4):
         server.receive(client.send(tools_call(client, request_id)))
-    batch = [UNREADABLE_ANSWERS[0], {"jsonrpc": "2.0", "id": 4, "result": {"content": []}}]
+    batch = [
+        {"jsonrpc": None, "id": 3, "result": {"content": []}},
+        {"jsonrpc": "2.0", "id": 4, "result": {"content": []}},
+    ]
     events = client.receive(wire(batch))
     violation = only(events, ProtocolViolation)
     assert (violation.request_id, violation.method) == (3, "tools/call")

@@ -7,7 +7,8 @@ violation's response (when there is one) serialises with ``session.send``; every
 id that is newly unanswered after the receive was named by a ``RequestReceived`` or by a
 violation carrying a response; the requests received can be answered with ``send``, after
 which no id of this receive is left unanswered; and a valid exchange afterwards still
-works (:func:`states.probe`).
+works (:func:`states.probe`); a response to a request of the session's own that was
+outstanding ends it, whatever else is wrong with it (so nothing waits for it forever).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import msgspec
 
 from mcpspec.runtime import (
     Codec,
@@ -121,6 +124,7 @@ def check_receive(
     """Feed ``data`` to ``session`` and check every invariant. Returns the problems and
     whether the session is used up (a receive escaped, or the probe consumed it)."""
     before = session.unanswered
+    answered = _answered_id(data, session.outstanding)
     try:
         events = at_depth(lambda: session.receive(data)) if deep else session.receive(data)
     except Exception as exc:
@@ -131,6 +135,9 @@ def check_receive(
             escaped.append(Problem("request id pending without an event", "", "", detail))
         return escaped, True
     problems: list[Problem] = []
+    if answered is not None and answered in session.outstanding:
+        detail = f"id {answered!r} still outstanding, events: {events!r}"[:600]
+        problems.append(Problem("an answered request stays outstanding", "", "", detail))
     named: set[Any] = set()
     for event in events:
         if isinstance(event, Outgoing) and not isinstance(event.data, bytes):
@@ -169,3 +176,21 @@ def check_receive(
     if failed is not None:
         problems.append(Problem("a valid exchange afterwards failed", "", "", failed))
     return problems, used or bool(problems)
+
+
+def _answered_id(data: bytes, outstanding: frozenset[Any]) -> Any:
+    """The id of the outstanding request ``data`` answers, when it parses as JSON into a
+    response-shaped object (no ``method``; ``result`` or ``error``) whose string or
+    integer ``id`` is outstanding; else ``None``."""
+    if not outstanding:
+        return None
+    try:
+        obj = msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or "method" in obj or not ("result" in obj or "error" in obj):
+        return None
+    request_id = obj.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None
+    return request_id if request_id in outstanding else None

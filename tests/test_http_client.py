@@ -25,11 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from mcpspec.runtime import ProtocolViolation, Rule
 from mcpspec.runtime.connection import (
     Client,
     ConnectionClosed,
     NegotiationRefused,
     RequestError,
+    ResponseViolation,
     Server,
     Tool,
 )
@@ -486,6 +488,49 @@ async def test_a_stream_that_ends_unanswered_without_event_ids_fails_the_request
         with pytest.raises(RequestError) as raised:
             await client.call_tool("echo", {"text": "x"})
         assert raised.value.error.message == "the response stream ended without an answer"
+
+
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+async def test_an_answer_that_is_not_json_ends_its_call_once(media: str) -> None:
+    # What a Python server's json writes for text holding a lone surrogate: not JSON,
+    # but the answer all the same; the call ends with it, and nothing else is made up.
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc != "tools/call" or seen.body["params"]["arguments"]["text"] != "bad":
+            return None
+        answer = json.dumps(tool_text(seen.body, "\udc80"))
+        body = answer if media == "application/json" else f"event: message\ndata: {answer}\n\n"
+        return Response(body.encode(), media_type=media)
+
+    violations: list[ProtocolViolation] = []
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25", on_violation=violations.append) as client,
+    ):
+        with pytest.raises(ResponseViolation) as raised:
+            await client.call_tool("echo", {"text": "bad"})
+        assert raised.value.violation.rule is Rule.PARSE_ERROR
+        assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+    assert [v.rule for v in violations] == [Rule.PARSE_ERROR]
+
+
+async def test_an_answer_whose_id_is_true_answers_nothing() -> None:
+    # true equals 1 in Python, but it is no request id: the probe (id 1) is not answered
+    # by it, so the client makes up its error and falls back to initialize.
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "server/discover":
+            assert seen.body["id"] == 1
+            return JSONResponse({"jsonrpc": "2.0", "id": True, "result": {}})
+        return None
+
+    violations: list[ProtocolViolation] = []
+    with anyio.fail_after(20):  # a hang guard, never a timed assertion
+        async with (
+            serving(Scripted(handle).app()) as base,
+            Client.http(f"{base}/mcp", mode="auto", on_violation=violations.append) as client,
+        ):
+            assert client.revision == "2025-11-25"
+            assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+    assert [(v.rule, v.path) for v in violations] == [(Rule.INVALID_REQUEST, "$.id")]
 
 
 async def test_oversized_answers_fail_their_request_and_the_connection_goes_on() -> None:

@@ -56,6 +56,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, request_headers
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
+from mcpspec.runtime.shallow import response_id
 
 from ..errors import ConnectionClosed, MessageTooLarge
 from ..scopes import Scopes
@@ -190,6 +191,20 @@ def _incoming(data: bytes) -> _Incoming | None:
         return _INCOMING.decode(data)
     except _DECODE_FAILURES:
         return None
+
+
+def _answered_id(data: bytes) -> Any:
+    """The id of the request the response ``data`` answers (``UNSET`` when it is no
+    response): a response that does not parse answers the request its leading members
+    name, as the session reads it (:func:`~mcpspec.runtime.shallow.response_id`)."""
+    message = _incoming(data)
+    if message is None:
+        request_id = response_id(data)
+        return UNSET if request_id is None else request_id
+    request_id = message.id
+    if message.method is not None or isinstance(request_id, bool):
+        return UNSET  # true is no id, though it equals 1
+    return request_id
 
 
 def stateless_version(message: OutgoingEnvelope | None) -> str | None:
@@ -769,15 +784,16 @@ class HttpClientStream:
                 await self._deliver_message(bytes(item), post)
             return
         if post is not None and not post.answered:
-            message = _incoming(data)
-            if message is not None and message.method is None and message.id == post.id:
+            if _answered_id(data) == post.id:
                 post.answered = True
                 self._learn_version(post, data)
-        elif post is None and self._legacy is not None and self._initialize_id is not UNSET:
-            # HTTP+SSE: the answer to initialize comes on the stream.
-            message = _incoming(data)
-            if message is not None and message.method is None and message.id == self._initialize_id:
-                self._learn_version(_Post(message.id, "initialize", False), data)
+        elif (
+            post is None
+            and self._legacy is not None
+            and self._initialize_id is not UNSET
+            and _answered_id(data) == self._initialize_id  # HTTP+SSE: on the stream
+        ):
+            self._learn_version(_Post(self._initialize_id, "initialize", False), data)
         await self._put(data)
 
     def _learn_version(self, post: _Post, data: bytes) -> None:

@@ -462,10 +462,8 @@ class ClientSession(Session):
     ``mode`` is ``"auto"`` (probe ``server/discover``; fall back to ``initialize`` when
     the server answers -32601 or another error that is not a 2026-07-28 refusal, id null
     included, a result that is not a discover result, or an answer that is not valid
-    JSON-RPC; on -32022 retry once with the
-    newest mutually accepted revision; on -32020 or -32021, fail), ``"legacy"``
-    (``initialize`` only), or
-    one revision to pin.
+    JSON-RPC; on -32022 retry once with the newest mutually accepted revision; on
+    -32020 or -32021, fail), ``"legacy"`` (``initialize`` only), or one revision to pin.
     ``revisions`` restricts the revisions accepted; ``info`` and ``capabilities`` are
     the client's identity and capabilities (generated values of any revision, or
     mappings); ``limits`` bound what the server can make the session hold

@@ -404,6 +404,8 @@ class ClientNegotiation:
         """An answer negotiation cannot use: an older server's answer to any method
         (fall back to ``initialize``), or a broken one (negotiation fails). ``raw`` is
         ``None`` when the answer could not be read at all."""
+        if record.method not in ("initialize", "server/discover"):
+            return
         violation = events[0]
         assert isinstance(violation, ProtocolViolation)
         if record.method == "initialize":
@@ -418,7 +420,7 @@ class ClientNegotiation:
             )
             return
         probing = self._life.phase is Phase.PROBING
-        if record.method != "server/discover" or not (probing or record.id == self.opening):
+        if not (probing or record.id == self.opening):
             return
         self.opening = None
         terms = self._terms

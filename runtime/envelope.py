@@ -7,7 +7,7 @@ knows the method it answers, types it with ``codec.decode_result(method, result)
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias, cast
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -78,6 +78,6 @@ def typed_response_type(result_type: Any) -> type[msgspec.Struct]:
     )
 
 
-def is_id(value: Any) -> bool:
+def is_id(value: Any) -> TypeGuard[RequestId]:
     """Whether ``value`` is a JSON-RPC request id: a string or an integer."""
     return isinstance(value, (int, str)) and not isinstance(value, bool)

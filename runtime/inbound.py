@@ -309,18 +309,16 @@ class Receiver(OnParts):
         read answers that request all the same: the peer will send no other. Its record
         is settled and the violation names it, so that whoever waits for the answer
         learns, and negotiation too, should the request be its own."""
-        violation = self._v.invalid(exc, data, index)
         request_id = exc.id
-        if exc.answerable or exc.method is not None or request_id is None:
-            return [violation]
-        record = self._outgoing.pop(request_id, None)
-        if record is None:
-            return [violation]
-        self._settle(record, None)
-        events: list[Event] = [
-            msgspec.structs.replace(violation, request_id=record.id, method=record.method)
-        ]
-        self._negotiation.result_refused(record, None, events)
+        record = (
+            None
+            if exc.answerable or exc.method is not None or request_id is None
+            else self._outgoing.pop(request_id, None)
+        )
+        events: list[Event] = [self._v.invalid(exc, data, index, answers=record)]
+        if record is not None:
+            self._settle(record, None)
+            self._negotiation.result_refused(record, None, events)
         return events
 
     def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:

@@ -21,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from .envelope import RequestId
+from .envelope import RequestId, is_id
 
 __all__ = ["WINDOW", "response_id"]
 
@@ -64,14 +64,9 @@ def response_id(data: bytes) -> RequestId | None:
         if isinstance(name, str):
             members.setdefault(name, ...)
     request_id = members.get("id")
-    if (
-        "method" in members
-        or not ("result" in members or "error" in members)
-        or isinstance(request_id, bool)
-        or not isinstance(request_id, (int, str))
-    ):
+    if "method" in members or not ("result" in members or "error" in members):
         return None
-    return request_id
+    return request_id if is_id(request_id) else None
 
 
 def _read(value: bytes) -> object:

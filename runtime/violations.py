@@ -183,9 +183,14 @@ class Violations:
             )
 
     def invalid(
-        self, exc: InvalidMessage, data: bytes, index: int | None = None
+        self,
+        exc: InvalidMessage,
+        data: bytes,
+        index: int | None = None,
+        answers: OutgoingRequest | None = None,
     ) -> ProtocolViolation:
-        """The violation for what the codec refused (``index``: of a batch member)."""
+        """The violation for what the codec refused (``index``: of a batch member;
+        ``answers``: the request of this side it answers all the same, which it names)."""
         if exc.limit is not None:
             rule = Rule.LIMIT_EXCEEDED
         else:
@@ -199,14 +204,17 @@ class Violations:
                 rule = Rule.BATCH_NOT_ALLOWED  # a top-level array the revision refuses
         answer = exc.answerable
         request_id = exc.id if answer else None
+        method = exc.method
         if request_id is not None and request_id in self._incoming:
             answer = False
+        if answers is not None:
+            request_id, method = answers.id, answers.method
         return self.violation(
             rule,
             exc.reason,
             path=exc.path,
             request_id=request_id,
-            method=exc.method,
+            method=method,
             answer=answer,
             code=exc.code,
             data=exc.data | {"rule": rule.value},

@@ -28,6 +28,7 @@ from mcpspec.runtime import (
     ProtocolViolation,
     RequestReceived,
 )
+from mcpspec.runtime.envelope import is_id
 
 from .states import Session, answer_error, probe
 
@@ -191,6 +192,4 @@ def _answered_id(data: bytes, outstanding: frozenset[Any]) -> Any:
     if not isinstance(obj, dict) or "method" in obj or not ("result" in obj or "error" in obj):
         return None
     request_id = obj.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
-        return None
-    return request_id if request_id in outstanding else None
+    return request_id if is_id(request_id) and request_id in outstanding else None

@@ -54,6 +54,7 @@ import httpx
 import msgspec
 from msgspec import UNSET
 
+from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, request_headers
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
 from mcpspec.runtime.shallow import response_id
@@ -202,9 +203,8 @@ def _answered_id(data: bytes) -> Any:
         request_id = response_id(data)
         return UNSET if request_id is None else request_id
     request_id = message.id
-    if message.method is not None or isinstance(request_id, bool):
-        return UNSET  # true is no id, though it equals 1
-    return request_id
+    # ``is_id``: true (or 1.0) is no id, though it equals 1.
+    return request_id if message.method is None and is_id(request_id) else UNSET
 
 
 def stateless_version(message: OutgoingEnvelope | None) -> str | None:

@@ -318,6 +318,7 @@ class Codec:
                 request_id = response_id(raw)
                 if request_id is not None:
                     exc.id = request_id
+                    exc.response = True
                     exc.answerable = False  # a response is never answered
             raise
 
@@ -505,11 +506,18 @@ class Codec:
         method = obj.get("method")
         readable_method = method if isinstance(method, str) else None
         # Notifications and responses are never answered, even when refused.
-        answerable = has_id if "method" in obj else not ("result" in obj or "error" in obj)
+        response = "method" not in obj
+        answerable = not ("result" in obj or "error" in obj) if response else has_id
 
         def invalid(code: ErrorCode, path: str, reason: str) -> InvalidMessage:
             return InvalidMessage(
-                code, path, reason, id=readable_id, method=readable_method, answerable=answerable
+                code,
+                path,
+                reason,
+                id=readable_id,
+                method=readable_method,
+                answerable=answerable,
+                response=response,
             )
 
         if obj.get("jsonrpc") != "2.0":

@@ -69,8 +69,12 @@ class InvalidMessage(ValueError):
     is wrong there (both cut to :data:`MAX_ECHO` characters). ``id`` and ``method`` are
     the request's, when they could be read; for a response, ``id`` is that of the
     request it answers, read even from one that is not JSON when its leading members
-    name it (:mod:`.shallow`). ``answerable`` is false for a notification or a
-    response, which are never answered. ``limit`` names the limit the input went
+    name it (:mod:`.shallow`). ``response`` is true when the message has no ``method``:
+    then it can only be an answer (broken, or with neither ``result`` nor ``error``), and
+    its ``id`` names the request it would answer. ``answerable`` is false for a
+    notification or a response that has ``result`` or ``error``, which are never
+    answered; a message with neither is answered unless it answers a request of the
+    receiver's. ``limit`` names the limit the input went
     over (``"max_batch_members"``), if that is what is wrong.
     """
 
@@ -83,6 +87,7 @@ class InvalidMessage(ValueError):
         id: int | str | None = None,
         method: str | None = None,
         answerable: bool = True,
+        response: bool = False,
         limit: str | None = None,
     ) -> None:
         path = clip(path)
@@ -94,6 +99,7 @@ class InvalidMessage(ValueError):
         self.id = id
         self.method = method
         self.answerable = answerable
+        self.response = response
         self.limit = limit
 
     @property

@@ -306,14 +306,15 @@ class Receiver(OnParts):
     def _invalid(self, exc: InvalidMessage, data: bytes, index: int | None = None) -> list[Event]:
         """What the codec refused (``index``: of a batch member). A response to an
         outstanding request of this side (no method, an id in the table) that cannot be
-        read answers that request all the same: the peer will send no other. Its record
-        is settled and the violation names it, so that whoever waits for the answer
-        learns, and negotiation too, should the request be its own."""
+        read answers that request all the same: the peer will send no other. That holds
+        too for one with neither ``result`` nor ``error``, which is then not answered.
+        Its record is settled and the violation names it, so that whoever waits for the
+        answer learns, and negotiation too, should the request be its own."""
         request_id = exc.id
         record = (
-            None
-            if exc.answerable or exc.method is not None or request_id is None
-            else self._outgoing.pop(request_id, None)
+            self._outgoing.pop(request_id, None)
+            if exc.response and request_id is not None
+            else None
         )
         events: list[Event] = [self._v.invalid(exc, data, index, answers=record)]
         if record is not None:

@@ -207,8 +207,8 @@ class Violations:
         method = exc.method
         if request_id is not None and request_id in self._incoming:
             answer = False
-        if answers is not None:
-            request_id, method = answers.id, answers.method
+        if answers is not None:  # an answer itself, never answered
+            request_id, method, answer = answers.id, answers.method, False
         return self.violation(
             rule,
             exc.reason,

@@ -114,6 +114,7 @@ async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on
         ({"jsonrpc": None, "result": {"content": []}}, Rule.INVALID_REQUEST, "$.jsonrpc"),
         # What a Python server writes for text holding a lone surrogate: not JSON.
         ({"result": {"content": [{"type": "text", "text": "\udc80"}]}}, Rule.PARSE_ERROR, "$"),
+        ({}, Rule.INVALID_REQUEST, "$"),  # neither result nor error
     ],
 )
 async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes_on(

@@ -88,7 +88,12 @@ def test_the_harness_sees_an_answer_that_ends_nothing() -> None:
         def receive(self, data: bytes) -> list[Any]:
             return []
 
-    for answer in (b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":null,"id":1,"error":1}'):
+    answers = (
+        b'{"jsonrpc":"2.0","id":1,"result":{}}',
+        b'{"jsonrpc":null,"id":1,"error":1}',
+        b'{"jsonrpc":"2.0","id":1}',
+    )
+    for answer in answers:
         problems, _used = check_receive(Deaf(), answer, 0)  # type: ignore[arg-type]
         assert [p.kind for p in problems] == ["an answered request stays outstanding"]
     for other in (b'{"jsonrpc":"2.0","id":2,"result":{}}', b'{"id":1,"method":"x","result":1}'):

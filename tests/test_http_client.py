@@ -369,6 +369,30 @@ async def test_an_error_status_with_json_rpc_is_that_error() -> None:
         assert raised.value.error.message == "bad name"
 
 
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+async def test_an_error_with_id_null_in_a_200_answer_is_that_error(media: str) -> None:
+    # The server could not read the id of the one request the POST carried: its error
+    # is the call's, rather than a made-up "no answer" and a stray id-null error.
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc != "tools/call" or seen.body["params"]["arguments"]["text"] != "x":
+            return None
+        answer = error(None, -32700, "Parse error")
+        if media == "application/json":
+            return JSONResponse(answer)
+        return Response(sse(sse_message(answer)), media_type=media)
+
+    violations: list[ProtocolViolation] = []
+    async with (
+        serving(Scripted(handle).app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25", on_violation=violations.append) as client,
+    ):
+        with anyio.fail_after(GUARD), pytest.raises(RequestError) as raised:
+            await client.call_tool("echo", {"text": "x"})
+        assert (raised.value.error.code, raised.value.error.message) == (-32700, "Parse error")
+        assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+    assert violations == []
+
+
 async def test_the_probe_refused_with_id_null_falls_back_to_initialize() -> None:
     async def handle(seen: Seen) -> Response | None:
         if seen.rpc == "server/discover":

@@ -475,6 +475,7 @@ _UNREADABLE = [
     {"jsonrpc": None, "id": 1, "result": {}},
     {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": -32601, "message": "no"}},
     {"jsonrpc": "2.0", "id": 1, "error": {"code": "unknown", "message": "no"}},
+    {"jsonrpc": "2.0", "id": 1},
 ]
 
 

@@ -142,6 +142,25 @@ def test_an_unreadable_answer_still_answers_its_request(
     assert again.rule is rule and again.request_id is None and again.response is None
 
 
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("answer", [_answer(), _answer(data={"pad": "p" * 300})])
+def test_an_answer_with_neither_result_nor_error_answers_its_request(
+    revision: str, answer: bytes
+) -> None:
+    # No method: it can only be an answer, though a broken one. It settles request 3 and
+    # is not answered (the peer would not know what the error answers); the same message
+    # once 3 is settled answers nothing of ours, and gets the -32600 of an invalid request.
+    client, server = connect(revision)
+    server.receive(client.send(tools_call(client, 3)))
+    violation = only(client.receive(answer), ProtocolViolation)
+    assert violation.rule is Rule.INVALID_REQUEST and violation.response is None
+    assert (violation.request_id, violation.method) == (3, "tools/call")
+    assert client.outstanding == frozenset()
+    again = only(client.receive(answer), ProtocolViolation)
+    assert again.response is not None and again.response.id == 3
+    assert again.response.error.code == -32600
+
+
 def test_an_unreadable_answer_in_a_batch_answers_its_request() -> None:
     client, server = connect("2025-03-26")
     for request_id in (3, 4):

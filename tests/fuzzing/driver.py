@@ -180,16 +180,16 @@ def check_receive(
 
 
 def _answered_id(data: bytes, outstanding: frozenset[Any]) -> Any:
-    """The id of the outstanding request ``data`` answers, when it parses as JSON into a
-    response-shaped object (no ``method``; ``result`` or ``error``) whose string or
-    integer ``id`` is outstanding; else ``None``."""
+    """The id of the outstanding request ``data`` answers, when it parses as JSON into
+    an object with no ``method`` (a response, or one with neither ``result`` nor
+    ``error``) whose string or integer ``id`` is outstanding; else ``None``."""
     if not outstanding:
         return None
     try:
         obj = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeError, RecursionError):
         return None
-    if not isinstance(obj, dict) or "method" in obj or not ("result" in obj or "error" in obj):
+    if not isinstance(obj, dict) or "method" in obj:
         return None
     request_id = obj.get("id")
     return request_id if is_id(request_id) and request_id in outstanding else None

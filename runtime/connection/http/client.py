@@ -22,8 +22,9 @@ server at a URL speaks, the messages telling it which era it is in:
   every message there and reads every server message from that stream.
 
 HTTP failures never leave a request waiting: a 4xx/5xx with a JSON-RPC body is
-delivered as that message (an error with id null answers the request posted); without
-one, and for a transport failure, a response stream that ends unanswered or an oversized
+delivered as that message; an error with id null (or none), in any answer to a POST,
+answers the request posted (the server could not read its id). Without a JSON-RPC body,
+and for a transport failure, a response stream that ends unanswered or an oversized
 answer, a JSON-RPC error response for the request is made up here (code -32000, ``data``
 with the HTTP ``status`` and the start of the ``body``).
 
@@ -205,6 +206,22 @@ def _answered_id(data: bytes) -> Any:
     request_id = message.id
     # ``is_id``: true (or 1.0) is no id, though it equals 1.
     return request_id if message.method is None and is_id(request_id) else UNSET
+
+
+def _unattributed_error(data: bytes) -> Any:
+    """The ``error`` of ``data`` when it is an error response whose id is null or absent
+    (a server writes one when it cannot read the request's id); else ``None``."""
+    message = _incoming(data)
+    if (
+        message is None
+        or message.jsonrpc != "2.0"
+        or message.method is not None
+        or message.result
+        or not message.error
+        or not (message.id is UNSET or message.id is None)
+    ):
+        return None
+    return msgspec.json.decode(message.error)
 
 
 def stateless_version(message: OutgoingEnvelope | None) -> str | None:
@@ -787,6 +804,13 @@ class HttpClientStream:
             if _answered_id(data) == post.id:
                 post.answered = True
                 self._learn_version(post, data)
+            else:
+                error = _unattributed_error(data)
+                if error is not None:
+                    # The server could not read the id of the one request the POST
+                    # carried: its error answers that request.
+                    data = msgspec.json.encode({"jsonrpc": "2.0", "id": post.id, "error": error})
+                    post.answered = True
         elif (
             post is None
             and self._legacy is not None
@@ -826,10 +850,6 @@ class HttpClientStream:
             return quoted
         if not message.error and not message.result:
             return quoted
-        if post is not None and message.error and message.id in (UNSET, None):
-            body = msgspec.json.encode(
-                {"jsonrpc": "2.0", "id": post.id, "error": msgspec.json.decode(message.error)}
-            )
         await self._deliver_message(body, post)
         return None
 

@@ -65,8 +65,9 @@ Profile (``--profile APP``): one server, 16 raw clients (``--in-flight``) for 5 
 server sampled by py-spy when it is installed (shares of the samples by part of the
 stack, and the mcpspec functions by inclusive share), else run under cProfile.
 
-MCP clients: the mcpspec ``Client.http(url)`` and the SDK's ``mcp.Client(url)``
-(Streamable HTTP), each one client with 1 or 16 calls in flight, against one server
+MCP clients: the mcpspec ``Client.http(url)`` (on ``httpx``, and on ``httpx2`` when it
+is installed) and the SDK's ``mcp.Client(url)`` (Streamable HTTP, on ``httpx2``), each
+one client with 1 or 16 calls in flight, against one server
 (the mcpspec app when it exists, else the SDK's JSON app), side by side in rounds as
 above; the raw load client with 1 or 16 connections is the reference.
 """
@@ -115,6 +116,8 @@ BARE: Final = "bare"
 BARE_HTTPX: Final = "bare, httpx client"
 #: The row of the raw load client in the MCP client comparison.
 RAW: Final = "raw HTTP/1.1"
+#: The row of the mcpspec client on an ``httpx2`` client (the SDK client's library).
+MCPSPEC_HTTPX2: Final = "mcpspec, httpx2"
 
 REVISIONS: Final = ("2025-11-25", "2026-07-28")
 MODERN: Final = "2026-07-28"
@@ -219,6 +222,11 @@ def mcpspec_client_available() -> bool:
     except ImportError:
         return False
     return hasattr(Client, "http")
+
+
+def httpx2_available() -> bool:
+    """Whether ``httpx2`` is installed (the SDK brings it)."""
+    return importlib.util.find_spec("httpx2") is not None
 
 
 def available_apps() -> list[str]:
@@ -684,11 +692,13 @@ async def memory_worker(settings: Settings) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def mcpspec_client(url: str, revision: str) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
+async def mcpspec_client(
+    url: str, revision: str, http_client: Any = None
+) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
     """The mcpspec ``Client.http(url)``, pinned to ``revision``: a caller of ``echo``."""
     from mcpspec.runtime.connection.client import Client
 
-    async with Client.http(url, mode=revision) as client:
+    async with Client.http(url, mode=revision, http_client=http_client) as client:
         if client.revision != revision:
             raise RuntimeError(f"the mcpspec client negotiated {client.revision}")
 
@@ -697,6 +707,17 @@ async def mcpspec_client(url: str, revision: str) -> AsyncIterator[Callable[[str
             text: str = result.content[0].text
             return text
 
+        yield call
+
+
+@asynccontextmanager
+async def mcpspec_httpx2_client(
+    url: str, revision: str
+) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
+    """:func:`mcpspec_client` on an ``httpx2.AsyncClient``."""
+    import httpx2
+
+    async with httpx2.AsyncClient() as http, mcpspec_client(url, revision, http) as call:
         yield call
 
 
@@ -743,6 +764,8 @@ async def clients_worker(revisions: Sequence[str], settings: Settings) -> dict[s
     makers: dict[str, Any] = {}
     if mcpspec_client_available():
         makers[MCPSPEC] = mcpspec_client
+        if httpx2_available():
+            makers[MCPSPEC_HTTPX2] = mcpspec_httpx2_client
     if sdk_available():
         makers[SDK] = sdk_client
     result: dict[str, Any] = {"server": server_key, "rounds": {}}
@@ -1148,6 +1171,8 @@ def markdown(section: dict[str, Any]) -> str:
             "",
             f"MCP clients over Streamable HTTP against the {clients['server']} app: one client "
             "with 1 and 16 calls in flight, side by side; "
+            f"`{MCPSPEC_HTTPX2}`: the mcpspec client given an `httpx2.AsyncClient` "
+            "(`http_client=`), the library the SDK client runs on; "
             f"`{RAW}`: the load client above with 1 and 16 connections, for reference. "
             "`÷ SDK`: the rate over the SDK client's within each round.",
             "",
@@ -1226,6 +1251,7 @@ def smoke_check(section: dict[str, Any]) -> None:
         assert entry["sessions"] > 0 and entry["rss_before_mib"] != 0, (key, entry)
     clients = {RAW}
     clients |= {MCPSPEC} if mcpspec_client_available() else set()
+    clients |= {MCPSPEC_HTTPX2} if mcpspec_client_available() and httpx2_available() else set()
     clients |= {SDK} if sdk_available() else set()
     if client_server() in apps:
         assert set(section["clients"]["revisions"]) == set(section["revisions"])

@@ -370,7 +370,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         auth: Any = None,
         timeout: float | httpx.Timeout | None = 30.0,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: Any = None,
         transport: HttpTransport = "auto",
         max_message_size: int | None = None,
         renew_sessions: bool = True,
@@ -386,7 +386,9 @@ class Client:
         ``Mcp-Name``, ``Mcp-Param-*`` and ``Last-Event-ID``. ``auth`` is an ``httpx``
         auth; ``timeout`` bounds connecting, writing and each answer that is not a
         stream (seconds, or an ``httpx.Timeout``). ``http_client`` is an
-        ``httpx.AsyncClient`` to use (for TLS, proxies, ...; left open on exit).
+        ``httpx.AsyncClient`` to use (for TLS, proxies, ...; left open on exit), or an
+        ``httpx2.AsyncClient``: the same API, and much less CPU per request with many
+        in flight (``auth`` is then one of ``httpx2``).
         ``transport`` is ``"auto"``, ``"streamable"`` or ``"sse"``; ``max_message_size``
         bounds one message (default: ``limits.max_message_bytes``). The other options
         are those of :class:`Client`. Needs ``httpx`` (``pip install mcpspec[http]``).

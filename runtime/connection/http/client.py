@@ -46,7 +46,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 from urllib.parse import urljoin, urlsplit
 
 import anyio
@@ -65,6 +65,7 @@ from ..scopes import Scopes
 from ..transport import DEFAULT_MAX_MESSAGE_SIZE
 from .client_events import SseDecoder
 from .client_sse import LegacySseChannel, NoSseEndpoint
+from .library import library_of, timeout_of
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -279,10 +280,11 @@ class HttpClientStream:
     every HTTP request, but for the ones the stream writes itself (``Accept``,
     ``Content-Type``, ``MCP-Protocol-Version``, ``Mcp-Session-Id``, ``Mcp-Method``,
     ``Mcp-Name``, ``Mcp-Param-*``, ``Last-Event-ID``), which are dropped from them.
-    ``auth`` is an ``httpx`` auth (or ``(user, password)``); ``timeout`` bounds connecting,
-    writing and reading an answer that is not a stream (streams are read without one:
-    a request's own ``timeout`` bounds it). ``http_client`` is an ``httpx.AsyncClient`` to
-    use (TLS, proxies, pools: the caller's, and left open); without one the stream makes
+    ``auth`` is an auth of the HTTP library (or ``(user, password)``); ``timeout`` bounds
+    connecting, writing and reading an answer that is not a stream (streams are read
+    without one: a request's own ``timeout`` bounds it). ``http_client`` is an
+    ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` to use (TLS, proxies, pools: the
+    caller's, and left open; :mod:`.library`); without one the stream makes an ``httpx``
     one. ``transport`` picks the transport (:data:`HttpTransport`).
     """
 
@@ -293,7 +295,7 @@ class HttpClientStream:
         headers: Mapping[str, str] | None = None,
         auth: Any = None,
         timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: Any = None,
         transport: HttpTransport = "auto",
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         queue_size: int = QUEUE_SIZE,
@@ -314,16 +316,20 @@ class HttpClientStream:
             if name.lower() not in LIBRARY_HEADERS
             and not name.lower().startswith(_PARAM_HEADER_PREFIX)
         }
-        self._auth: Any = httpx.USE_CLIENT_DEFAULT if auth is None else auth
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._stream_timeout = httpx.Timeout(
+        library = library_of(http_client)
+        self._library = library
+        #: What a failure of the HTTP library is (caught as a transport failure).
+        self._http_error: type[Exception] = library.error
+        self._auth: Any = library.client_default if auth is None else auth
+        self._timeout = timeout_of(library, timeout)
+        self._stream_timeout = library.timeout(
             connect=self._timeout.connect,
             read=None,
             write=self._timeout.write,
             pool=self._timeout.pool,
         )
         self._given_client = http_client
-        self._client: httpx.AsyncClient | None = None
+        self._client: Any = None
         self._transport_choice: HttpTransport = transport
         self._limit = max_message_size
         self._max_reconnects = max_reconnects
@@ -369,10 +375,13 @@ class HttpClientStream:
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             raise ConnectionClosed("the HTTP stream is not open")
-        return self._client
+        # Typed as httpx's: an httpx2 client has the same API.
+        return cast("httpx.AsyncClient", self._client)
 
     async def __aenter__(self) -> HttpClientStream:
-        self._client = self._given_client if self._given_client is not None else httpx.AsyncClient()
+        self._client = (
+            self._given_client if self._given_client is not None else self._library.client()
+        )
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -427,7 +436,7 @@ class HttpClientStream:
                 )
                 if response.status_code >= 400 and response.status_code != 405:
                     logger.debug("DELETE of the session answered %s", response.status_code)
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             logger.debug("DELETE of the session failed: %r", exc)
 
     def _end_receiving(self, reason: str) -> None:
@@ -596,7 +605,7 @@ class HttpClientStream:
                     return headers["Mcp-Session-Id"]
                 if status >= 400:
                     await self._deliver_error_body(response, None)
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             raise ConnectionClosed(f"POST {self.url} failed: {exc!r}") from exc
         return None
 
@@ -613,7 +622,7 @@ class HttpClientStream:
                     if await self._exchange(data, message, post):
                         post.renewed = True
                         await self._exchange(data, message, post)
-                except httpx.HTTPError as exc:
+                except self._http_error as exc:
                     post.note = f"HTTP request failed: {exc!r}"
                 except _BodyTooLarge as exc:
                     post.note = (
@@ -713,7 +722,7 @@ class HttpClientStream:
             try:
                 with anyio.fail_after(self._timeout.read or DEFAULT_TIMEOUT):
                     renewed = await self._initialize_again()
-            except (httpx.HTTPError, TimeoutError, _BodyTooLarge):
+            except (self._http_error, TimeoutError, _BodyTooLarge):
                 renewed = False
             if renewed:
                 logger.info("the server ended the session: a new one was opened")
@@ -842,7 +851,7 @@ class HttpClientStream:
             body = await _read_body(response, self._limit)
         except _BodyTooLarge as exc:
             return f"({exc.size}+ bytes)"
-        except httpx.HTTPError:
+        except self._http_error:
             body = b""
         quoted = body[:BODY_QUOTED].decode("utf-8", "replace")
         message = _incoming(body) if body.lstrip()[:1] == b"{" else None
@@ -928,7 +937,7 @@ class HttpClientStream:
                         post.note = f"resuming the response stream: HTTP {response.status_code}"
                         return
                     progressed = await self._read_events(response, decoder, post)
-            except httpx.HTTPError:
+            except self._http_error:
                 progressed = False
             failures = 0 if progressed else failures + 1
         if not post.answered and post.note is None:
@@ -960,7 +969,7 @@ class HttpClientStream:
                             logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
                             return
                         progressed = await self._read_events(response, decoder, None)
-                except httpx.HTTPError as exc:
+                except self._http_error as exc:
                     logger.debug("the standalone SSE stream broke: %r", exc)
                     progressed = False
                 opened.set()
@@ -976,6 +985,7 @@ class HttpClientStream:
         assert self._task_group is not None
         channel = LegacySseChannel(
             self._http(),
+            http_error=self._http_error,
             headers=self._headers,
             auth=self._auth,
             timeout=self._stream_timeout,
@@ -1036,7 +1046,7 @@ class HttpClientStream:
                     await self._make_up_error(
                         post, _status_note(response), status=status, body=quoted
                     )
-        except (httpx.HTTPError, _BodyTooLarge) as exc:
+        except (self._http_error, _BodyTooLarge) as exc:
             if post is None:
                 raise ConnectionClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
             await self._make_up_error(post, f"HTTP request failed: {exc!r}")

@@ -43,6 +43,7 @@ class LegacySseChannel:
         self,
         client: httpx.AsyncClient,
         *,
+        http_error: type[Exception] = httpx.HTTPError,
         headers: Mapping[str, str],
         auth: Any,
         timeout: httpx.Timeout,
@@ -51,6 +52,7 @@ class LegacySseChannel:
         ended: Callable[[str], None],
     ) -> None:
         self._client = client
+        self._http_error = http_error
         self._headers = dict(headers)
         self._auth = auth
         self._timeout = timeout
@@ -71,7 +73,7 @@ class LegacySseChannel:
                 endpoint = await task_group.start(self._read, url)
         except TimeoutError:
             raise NoSseEndpoint(f"{url} sent no endpoint event in time") from None
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             raise NoSseEndpoint(f"GET {url} failed: {exc!r}") from exc
         self.url = url
         self.endpoint = endpoint
@@ -105,7 +107,7 @@ class LegacySseChannel:
                             await self._deliver(MessageTooLarge(event.size, self._limit))
                         else:
                             await self._deliver(event.data)
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             if not started:
                 raise
             reason = f"the SSE stream broke: {exc!r}"

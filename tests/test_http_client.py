@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import msgspec
 import pytest
 import uvicorn
@@ -474,10 +475,13 @@ async def test_an_sse_answer_with_notifications_first() -> None:
         assert [event.progress for event in seen] == [1]
 
 
-async def test_a_broken_response_stream_resumes_with_last_event_id() -> None:
+def breaking_stream() -> Scripted:
+    """A scripted server whose SSE answer to ``tools/call`` breaks after its priming
+    event (``id: e1``, a retry of 1 ms), and whose ``GET`` with ``Last-Event-ID: e1``
+    then brings the answer, ``"resumed"``."""
+
     async def handle(seen: Seen) -> Response | None:
         if seen.rpc == "tools/call":
-            # Priming event, a retry of 1 ms, then the connection closes unanswered.
             return Response(
                 sse("id: e1\ndata:\n\n", "retry: 1\n\n"), media_type="text/event-stream"
             )
@@ -488,6 +492,11 @@ async def test_a_broken_response_stream_resumes_with_last_event_id() -> None:
         return None
 
     scripted = Scripted(handle)
+    return scripted
+
+
+async def test_a_broken_response_stream_resumes_with_last_event_id() -> None:
+    scripted = breaking_stream()
     async with (
         serving(scripted.app()) as base,
         Client.http(f"{base}/mcp", mode="2025-11-25") as client,
@@ -830,8 +839,10 @@ async def app_serving(
         yield f"{base}/mcp", posts
 
 
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_against_the_app(mode: str) -> None:
+async def test_against_the_app(mode: str, library: str) -> None:
+    # On httpx2 too: the client given an httpx2.AsyncClient (http_client=).
     probe = Probe()
     server = demo_server(probe)
     answers: list[Any] = []
@@ -841,8 +852,11 @@ async def test_against_the_app(mode: str) -> None:
         return {"action": "accept", "content": {"name": "Ada"}}
 
     logs: list[Any] = []
-    async with app_serving(server) as (url, _):
-        client = Client.http(url, mode=mode, elicitation=elicit, on_log=logs.append)
+    given = httpx2.AsyncClient() if library == "httpx2" else None
+    async with app_serving(server) as (url, posts):
+        client = Client.http(
+            url, mode=mode, elicitation=elicit, on_log=logs.append, http_client=given
+        )
         async with client:
             assert client.revision == EXPECTED[mode]
             assert len(await client.list_tools()) == 10
@@ -860,6 +874,10 @@ async def test_against_the_app(mode: str) -> None:
             assert (await client.read_resource("test://a")).contents[0].text == "text of test://a"
             if client.model == "handshake":
                 assert client.transport.session_id is not None
+    if given is not None:  # every POST went out through the caller's client, left open
+        assert not given.is_closed
+        assert posts and all(h["user-agent"].startswith("python-httpx2/") for h in posts)
+        await given.aclose()
 
 
 async def test_cancelling_over_http_in_2026_closes_the_response_stream() -> None:

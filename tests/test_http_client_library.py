@@ -1,34 +1,24 @@
 """The HTTP client on ``httpx2`` (``Client.http(..., http_client=httpx2.AsyncClient())``):
-the library of a client is told apart, timeouts of either library are converted, and
-the same client runs every era against this project's app, resumes a broken stream,
-falls back to HTTP+SSE and turns ``httpx2``'s transport failures into the failures the
-``httpx`` client gives."""
+the library of a client is told apart, timeouts of either library are converted, and the
+client resumes a broken stream, falls back to HTTP+SSE and turns ``httpx2``'s transport
+failures into the failures the ``httpx`` client gives. (Every era against this
+project's app on ``httpx2`` is in ``test_http_client.py``.)"""
 
 from __future__ import annotations
 
 import socket
-from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from starlette.responses import Response
 
 from mcpspec.runtime.connection import Client, NegotiationRefused
 from mcpspec.runtime.connection.http.library import library_of, timeout_of
-from tests.test_connection_client import Probe, demo_server
 from tests.test_http_client import (
-    EXPECTED,
     GUARD,
-    MODES,
     LegacyServer,
-    Scripted,
-    Seen,
-    app_serving,
+    breaking_stream,
     serving,
-    sse,
-    sse_message,
-    tool_text,
 )
 
 pytestmark = pytest.mark.anyio
@@ -71,26 +61,6 @@ def test_a_timeout_of_either_library_is_converted() -> None:
     assert timeout_of(library, None).as_dict()["connect"] is None
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_every_era_against_the_app(mode: str) -> None:
-    logs: list[Any] = []
-    async with app_serving(demo_server(Probe())) as (url, posts), httpx2.AsyncClient() as http:
-        client = Client.http(url, mode=mode, http_client=http, on_log=logs.append)
-        async with client:
-            assert client.revision == EXPECTED[mode]
-            assert len(await client.list_tools()) == 10
-            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
-            steps: list[Any] = []
-            await client.call_tool("slow", {"steps": 3}, progress=steps.append)
-            assert [step.progress for step in steps] == [1, 2, 3]
-            await client.set_logging_level("debug")
-            await client.call_tool("log")
-            assert [entry.level for entry in logs] == ["debug", "info", "error"]
-        assert not http.is_closed  # the caller's client is left open
-    # Every POST went out through the caller's client.
-    assert posts and all(h["user-agent"].startswith("python-httpx2/") for h in posts)
-
-
 async def test_a_transport_failure_is_caught() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -104,18 +74,7 @@ async def test_a_transport_failure_is_caught() -> None:
 
 
 async def test_a_broken_response_stream_resumes() -> None:
-    async def handle(seen: Seen) -> Response | None:
-        if seen.rpc == "tools/call":
-            return Response(
-                sse("id: e1\ndata:\n\n", "retry: 1\n\n"), media_type="text/event-stream"
-            )
-        if seen.method == "GET" and seen.headers.get("last-event-id") == "e1":
-            (call,) = scripted.posted("tools/call")
-            body = sse_message(tool_text(call.body, "resumed"), "e2")
-            return Response(body.encode(), media_type="text/event-stream")
-        return None
-
-    scripted = Scripted(handle)
+    scripted = breaking_stream()
     async with (
         serving(scripted.app()) as base,
         httpx2.AsyncClient() as http,

@@ -74,8 +74,8 @@ class InvalidMessage(ValueError):
     its ``id`` names the request it would answer. ``answerable`` is false for a
     notification or a response that has ``result`` or ``error``, which are never
     answered; a message with neither is answered unless it answers a request of the
-    receiver's. ``limit`` names the limit the input went
-    over (``"max_batch_members"``), if that is what is wrong.
+    receiver's. ``limit`` names the limit the input went over
+    (``"max_batch_members"``), if that is what is wrong.
     """
 
     def __init__(

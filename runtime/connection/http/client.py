@@ -196,11 +196,11 @@ def _incoming(data: bytes) -> _Incoming | None:
         return None
 
 
-def _answered_id(data: bytes) -> Any:
-    """The id of the request the response ``data`` answers (``UNSET`` when it is no
-    response): a response that does not parse answers the request its leading members
-    name, as the session reads it (:func:`~mcpspec.runtime.shallow.response_id`)."""
-    message = _incoming(data)
+def _answered_id(data: bytes, message: _Incoming | None) -> Any:
+    """The id of the request the response ``data`` (read as ``message``, ``None`` when
+    it does not parse) answers; ``UNSET`` when it is no response. A response that does
+    not parse answers the request its leading members name, as the session reads it
+    (:func:`~mcpspec.runtime.shallow.response_id`)."""
     if message is None:
         request_id = response_id(data)
         return UNSET if request_id is None else request_id
@@ -209,10 +209,9 @@ def _answered_id(data: bytes) -> Any:
     return request_id if message.method is None and is_id(request_id) else UNSET
 
 
-def _unattributed_error(data: bytes) -> Any:
-    """The ``error`` of ``data`` when it is an error response whose id is null or absent
-    (a server writes one when it cannot read the request's id); else ``None``."""
-    message = _incoming(data)
+def _unattributed_error(message: _Incoming | None) -> Any:
+    """The ``error`` of ``message`` when it is an error response whose id is null or
+    absent (a server writes one when it cannot read the request's id); else ``None``."""
     if (
         message is None
         or message.jsonrpc != "2.0"
@@ -317,9 +316,8 @@ class HttpClientStream:
             and not name.lower().startswith(_PARAM_HEADER_PREFIX)
         }
         library = library_of(http_client)
+        #: Its ``error`` is what a transport failure raises.
         self._library = library
-        #: What a failure of the HTTP library is (caught as a transport failure).
-        self._http_error: type[Exception] = library.error
         self._auth: Any = library.client_default if auth is None else auth
         self._timeout = timeout_of(library, timeout)
         self._stream_timeout = library.timeout(
@@ -436,7 +434,7 @@ class HttpClientStream:
                 )
                 if response.status_code >= 400 and response.status_code != 405:
                     logger.debug("DELETE of the session answered %s", response.status_code)
-        except self._http_error as exc:
+        except self._library.error as exc:
             logger.debug("DELETE of the session failed: %r", exc)
 
     def _end_receiving(self, reason: str) -> None:
@@ -605,7 +603,7 @@ class HttpClientStream:
                     return headers["Mcp-Session-Id"]
                 if status >= 400:
                     await self._deliver_error_body(response, None)
-        except self._http_error as exc:
+        except self._library.error as exc:
             raise ConnectionClosed(f"POST {self.url} failed: {exc!r}") from exc
         return None
 
@@ -622,7 +620,7 @@ class HttpClientStream:
                     if await self._exchange(data, message, post):
                         post.renewed = True
                         await self._exchange(data, message, post)
-                except self._http_error as exc:
+                except self._library.error as exc:
                     post.note = f"HTTP request failed: {exc!r}"
                 except _BodyTooLarge as exc:
                     post.note = (
@@ -722,7 +720,7 @@ class HttpClientStream:
             try:
                 with anyio.fail_after(self._timeout.read or DEFAULT_TIMEOUT):
                     renewed = await self._initialize_again()
-            except (self._http_error, TimeoutError, _BodyTooLarge):
+            except (self._library.error, TimeoutError, _BodyTooLarge):
                 renewed = False
             if renewed:
                 logger.info("the server ended the session: a new one was opened")
@@ -810,11 +808,12 @@ class HttpClientStream:
                 await self._deliver_message(bytes(item), post)
             return
         if post is not None and not post.answered:
-            if _answered_id(data) == post.id:
+            message = _incoming(data)
+            if _answered_id(data, message) == post.id:
                 post.answered = True
                 self._learn_version(post, data)
             else:
-                error = _unattributed_error(data)
+                error = _unattributed_error(message)
                 if error is not None:
                     # The server could not read the id of the one request the POST
                     # carried: its error answers that request.
@@ -824,7 +823,7 @@ class HttpClientStream:
             post is None
             and self._legacy is not None
             and self._initialize_id is not UNSET
-            and _answered_id(data) == self._initialize_id  # HTTP+SSE: on the stream
+            and _answered_id(data, _incoming(data)) == self._initialize_id  # HTTP+SSE
         ):
             self._learn_version(_Post(self._initialize_id, "initialize", False), data)
         await self._put(data)
@@ -851,7 +850,7 @@ class HttpClientStream:
             body = await _read_body(response, self._limit)
         except _BodyTooLarge as exc:
             return f"({exc.size}+ bytes)"
-        except self._http_error:
+        except self._library.error:
             body = b""
         quoted = body[:BODY_QUOTED].decode("utf-8", "replace")
         message = _incoming(body) if body.lstrip()[:1] == b"{" else None
@@ -937,7 +936,7 @@ class HttpClientStream:
                         post.note = f"resuming the response stream: HTTP {response.status_code}"
                         return
                     progressed = await self._read_events(response, decoder, post)
-            except self._http_error:
+            except self._library.error:
                 progressed = False
             failures = 0 if progressed else failures + 1
         if not post.answered and post.note is None:
@@ -969,7 +968,7 @@ class HttpClientStream:
                             logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
                             return
                         progressed = await self._read_events(response, decoder, None)
-                except self._http_error as exc:
+                except self._library.error as exc:
                     logger.debug("the standalone SSE stream broke: %r", exc)
                     progressed = False
                 opened.set()
@@ -985,7 +984,7 @@ class HttpClientStream:
         assert self._task_group is not None
         channel = LegacySseChannel(
             self._http(),
-            http_error=self._http_error,
+            http_error=self._library.error,
             headers=self._headers,
             auth=self._auth,
             timeout=self._stream_timeout,
@@ -1046,7 +1045,7 @@ class HttpClientStream:
                     await self._make_up_error(
                         post, _status_note(response), status=status, body=quoted
                     )
-        except (self._http_error, _BodyTooLarge) as exc:
+        except (self._library.error, _BodyTooLarge) as exc:
             if post is None:
                 raise ConnectionClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
             await self._make_up_error(post, f"HTTP request failed: {exc!r}")

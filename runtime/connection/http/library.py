@@ -12,6 +12,7 @@ converted, and an ``httpx2`` transport failure is caught like an ``httpx`` one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Any, Final
@@ -37,6 +38,7 @@ class HttpLibrary:
     client_default: Any
 
 
+@functools.cache
 def _library(name: str) -> HttpLibrary | None:
     try:
         module = importlib.import_module(name)

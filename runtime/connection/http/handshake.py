@@ -164,7 +164,7 @@ class HandshakeEndpoint:
         assert peer is not None
         channel = self._channel(send, session, headers)
         session.live[channel.stream_id] = channel
-        token = ROUTE.set(channel)
+        token = ROUTE.set((session.stream, channel))
         answer = None
         try:
             # Each POST has a task of its own: a single request is handled in it. The
@@ -263,7 +263,6 @@ class HandshakeEndpoint:
             notification_handler=connection.on_notification,
         )
         connection.peer = peer
-        token = ROUTE.set(channel)
         try:
             events, answer = await peer.feed_request(body)
             if answer is not None:
@@ -271,7 +270,6 @@ class HandshakeEndpoint:
             if not channel.done:
                 await settle(channel, events)
         finally:
-            ROUTE.reset(token)
             with anyio.CancelScope(shield=True):
                 await channel.close()
 

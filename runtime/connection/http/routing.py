@@ -10,7 +10,9 @@ The theory of operation: the app feeds a POST's body to the connection's
 :class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST's
 :class:`Channel`. A context variable set in a task is copied into every task that task
 starts, so the handlers of the POST's requests, and everything they send, see the same
-channel; the :class:`SessionStream` the peer writes to reads it on every ``send``.
+channel; the :class:`SessionStream` the peer writes to reads it on every ``send``, and
+takes it when it is its own session's. A connection that carries one POST at a time
+(:class:`ChannelStream`) holds that POST's channel itself.
 Nothing is parsed to route a message but the two members that tell a response from the
 rest (``id``, ``method``).
 
@@ -51,9 +53,11 @@ __all__ = [
 
 logger = logging.getLogger("mcpspec.http")
 
-#: The channel of the POST whose messages the current task sends (``None``: the
-#: standalone stream).
-ROUTE: contextvars.ContextVar[Channel | None] = contextvars.ContextVar(
+#: The POST whose messages the current task sends: the session's stream and the POST's
+#: channel (``None``: the standalone stream). A stream takes the channel only when it
+#: is its own: a handler may send on another session's stream (a change announced to
+#: every client), and that message leaves on the other session's standalone stream.
+ROUTE: contextvars.ContextVar[tuple[SessionStream, Channel] | None] = contextvars.ContextVar(
     "mcpspec_http_route", default=None
 )
 
@@ -444,9 +448,9 @@ class SessionStream:
     async def send(self, data: bytes) -> None:
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP session ended")
-        channel = ROUTE.get()
-        if channel is not None:
-            await channel.put(data)
+        route = ROUTE.get()
+        if route is not None and route[0] is self:
+            await route[1].put(data)
         else:
             await self._standalone(data)
 

@@ -27,7 +27,7 @@ from ..changes import ChangeFeed
 from ..peer import Peer, new_cancel_scope
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
-from .routing import ROUTE, Channel, ChannelStream
+from .routing import Channel, ChannelStream
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -135,7 +135,6 @@ class StatelessEndpoint:
             pooled.connection.feed = ChangeFeed(peer)
             server._connections.add(pooled.connection)
         events: list[Any] = []
-        token = ROUTE.set(channel)
         try:
             loop = running_asyncio_loop()
             if not peek.is_request:
@@ -161,7 +160,6 @@ class StatelessEndpoint:
                     task_group.cancel_scope.cancel()
             await settle(channel, events)
         finally:
-            ROUTE.reset(token)
             if listen:
                 server._connections.discard(pooled.connection)
             else:

@@ -26,7 +26,9 @@ Header names compare case-insensitively, values case-sensitively. ``Mcp-Name`` a
 A client builds the headers of each message with :func:`request_headers`, having read
 each tool's annotations with :func:`param_headers` when it listed the tools (a tool whose
 annotations break a rule is left out of the list). A server checks them with
-:func:`header_mismatch` and answers a mismatch with :func:`mismatch_error`.
+:func:`header_mismatch` and answers a mismatch with :func:`mismatch_error`; a server that
+has read the routing fields of the body already (a :class:`~.negotiation.Probe`) may ask
+:func:`plainly_mirrored` first, which passes the usual request without a second read.
 
 The body is read with a small msgspec decoder that keeps every member it does not need
 as unparsed JSON; nothing here raises anything but :class:`MirrorError` on any input, and
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -47,7 +50,7 @@ import msgspec
 from .codec import _on_whole_stack
 from .envelope import ErrorObject
 from .errors import ErrorCode, InvalidMessage, clip, show
-from .negotiation import META_PROTOCOL_VERSION
+from .negotiation import META_PROTOCOL_VERSION, Probe
 
 __all__ = [
     "MAX_VALUE_LENGTH",
@@ -70,6 +73,7 @@ __all__ = [
     "header_mismatch",
     "mismatch_error",
     "param_headers",
+    "plainly_mirrored",
     "request_headers",
 ]
 
@@ -745,6 +749,53 @@ def header_mismatch(
     except MirrorError as exc:
         reason = f"the body cannot be checked against its headers: {exc.reason}"
     return None if reason is None else clip(reason)
+
+
+def plainly_mirrored(
+    headers: Mapping[str, str],
+    probe: Probe,
+    params_of: Callable[[str], Sequence[ParamHeader]] | None = None,
+) -> bool:
+    """Whether :func:`header_mismatch` would find nothing in the request ``probe`` was
+    read from, told from that probe alone (a server read one already, to route the
+    POST), without reading the body again.
+
+    ``True`` when each mirrored header copies its body value character for character
+    and that value is plain (visible ASCII, no space at either end, no backslash,
+    nothing like the sentinel), and the tool a ``tools/call`` names has no
+    ``x-mcp-header`` annotations in ``params_of``: what a client sends for plain values.
+    ``False`` says only that this test cannot tell: ask :func:`header_mismatch`.
+    """
+    method = headers.get(MCP_METHOD)
+    version = headers.get(MCP_PROTOCOL_VERSION)
+    if method is None or version is None or method != probe.method:
+        return False
+    if version != probe.meta_version or _quoted(method) is None or _quoted(version) is None:
+        return False
+    member = NAMED_METHODS.get(method)
+    if member is None:
+        return True
+    params = probe.params
+    name = headers.get(MCP_NAME)
+    if params is None or name is None:
+        return False
+    # The header is the body's value exactly when the JSON string there is the header
+    # in quotes (a plain value holds no backslash, so the string has no escapes).
+    raw = params.name if member == "name" else params.uri
+    quoted = _quoted(name)
+    if quoted is None or bytes(raw) != quoted:
+        return False
+    return method != "tools/call" or params_of is None or not params_of(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _quoted(value: str) -> bytes | None:
+    """``value`` as a JSON string without escapes when it is a plain header value, one
+    that :func:`_field_value` and :func:`decode_value` give back unchanged and that
+    needs no escape in JSON; else ``None``. Kept for the few values a client repeats."""
+    if len(value) > MAX_VALUE_LENGTH or not _is_plain(value) or "\\" in value or '"' in value:
+        return None
+    return f'"{value}"'.encode("ascii")
 
 
 def _mismatch(

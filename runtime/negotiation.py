@@ -133,6 +133,9 @@ class _ProbeMeta(msgspec.Struct):
 class _ProbeParams(msgspec.Struct):
     protocol_version: Any = msgspec.field(default=None, name="protocolVersion")
     meta: _ProbeMeta | None = msgspec.field(default=None, name="_meta")
+    #: What a 2026-07-28 ``Mcp-Name`` header mirrors (:mod:`.mirror`), unparsed.
+    name: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    uri: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
 class Probe(msgspec.Struct):

@@ -31,8 +31,10 @@ from mcpspec.runtime.mirror import (
     header_mismatch,
     mismatch_error,
     param_headers,
+    plainly_mirrored,
     request_headers,
 )
+from mcpspec.runtime.negotiation import PROBE_DECODER
 
 from .conftest import EXAMPLES_DIR
 
@@ -953,6 +955,135 @@ def test_client_headers_always_match_on_the_server(name: str, arguments: dict[st
                 changed = encode_value(decode_value(value) + "!")
                 tampered = {**lower(headers), header.lower(): changed}
                 assert header_mismatch(tampered, body, params_of) is not None
+
+
+# -- the quick test a server makes first ------------------------------------------------
+
+
+def quick(headers: Mapping[str, str], body: bytes, params_of: Any = MIXED) -> bool:
+    return plainly_mirrored(headers, PROBE_DECODER.decode(body), params_of)
+
+
+PLAIN = {
+    "tools/call of a tool without annotations": request(
+        "tools/call", {"name": "plain", "arguments": {"a": 1}}
+    ),
+    "prompts/get": request("prompts/get", {"name": "code_review"}),
+    "resources/read": request("resources/read", {"uri": "file:///a.txt"}),
+    "tools/list": request("tools/list"),
+}
+
+
+@pytest.mark.parametrize("body", PLAIN.values(), ids=PLAIN.keys())
+def test_plain_headers_a_client_sends_pass_the_quick_test(body: bytes) -> None:
+    assert quick(sent(body), body) is True
+
+
+NOT_PLAIN = {
+    # The tool has x-mcp-header annotations: only header_mismatch checks them.
+    "annotated tool": (call({"tenant": "acme"}), {}),
+    "encoded name": (
+        request("tools/call", {"name": "é"}),
+        {"mcp-name": "=?base64?w6k=?="},
+    ),
+    "name escaped in the body": (
+        b'{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"c\\u006fde",'
+        + b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}',
+        {"mcp-name": "code"},
+    ),
+    "space around the name": (
+        request("prompts/get", {"name": "code"}),
+        {"mcp-name": " code"},
+    ),
+    "another name": (request("prompts/get", {"name": "code"}), {"mcp-name": "other"}),
+    "no name header": (request("prompts/get", {"name": "code"}), {"mcp-name": None}),
+    "another method": (request("tools/list"), {"mcp-method": "tools/call"}),
+    "another version": (request("tools/list"), {"mcp-protocol-version": "2025-11-25"}),
+    "no version header": (request("tools/list"), {"mcp-protocol-version": None}),
+    "no version in the body": (
+        request("tools/list", meta={}),
+        {"mcp-protocol-version": VERSION, "mcp-method": "tools/list"},
+    ),
+}
+
+
+@pytest.mark.parametrize(("body", "changes"), NOT_PLAIN.values(), ids=NOT_PLAIN.keys())
+def test_the_quick_test_leaves_anything_else_to_header_mismatch(
+    body: bytes, changes: dict[str, str | None]
+) -> None:
+    try:
+        headers = sent(body)
+    except MirrorError:  # a request without a version to mirror
+        headers = {}
+    for name, value in changes.items():
+        if value is None:
+            headers.pop(name, None)
+        else:
+            headers[name] = value
+    assert quick(headers, body) is False
+
+
+TRICKY = st.sampled_from(
+    ["echo", "mixed", "plain", "=?base64?eA==?=", " echo", "echo ", 'a"b', "a\\b", "é", ""]
+)
+
+
+@st.composite
+def mirrored_requests(draw: st.DrawFn) -> tuple[bytes, dict[str, str]]:
+    """A request of a method with mirrored headers, and headers a client would send for
+    it with at most one of them changed."""
+    method = draw(st.sampled_from(["tools/call", "prompts/get", "resources/read", "tools/list"]))
+    member = "uri" if method == "resources/read" else "name"
+    value = draw(TRICKY | st.text(max_size=6) | st.integers())
+    version = draw(st.sampled_from([VERSION, VERSION, "2025-11-25", " " + VERSION]))
+    body = request(method, {member: value}, meta={**META, next(iter(META)): version})
+    try:
+        headers = sent(body)
+    except MirrorError:
+        headers = {"mcp-protocol-version": VERSION, "mcp-method": method}
+    # Half of them unchanged: those are the ones the quick test may pass.
+    header = draw(st.sampled_from(["mcp-protocol-version", "mcp-method", "mcp-name", *[None] * 3]))
+    if header is not None:
+        changed = draw(st.none() | TRICKY | st.sampled_from([VERSION, method, "tools/call"]))
+        if changed is None:
+            headers.pop(header, None)
+        else:
+            headers[header] = changed
+    return body, headers
+
+
+@given(mirrored_requests())
+def test_the_quick_test_passes_only_what_header_mismatch_passes(
+    case: tuple[bytes, dict[str, str]],
+) -> None:
+    body, headers = case
+    if quick(headers, body):
+        assert header_mismatch(headers, body, MIXED) is None
+
+
+@given(BODY_JSON, HEADER_VALUES)
+def test_the_quick_test_on_any_json_body(value: Any, headers: dict[str, str]) -> None:
+    body = msgspec.json.encode(value)
+    try:
+        probe = PROBE_DECODER.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return
+    if plainly_mirrored(headers, probe, MIXED):
+        assert header_mismatch(headers, body, MIXED) is None
+
+
+@given(st.text(min_size=1), st.sampled_from(["tools/call", "prompts/get", "resources/read"]))
+def test_the_quick_test_passes_a_plain_name_and_nothing_else_equal(name: str, method: str) -> None:
+    member = "uri" if method == "resources/read" else "name"
+    body = request(method, {member: name})
+    headers = sent(body, tools())
+    plain = name.isascii() and name.isprintable() and name == name.strip() and "\\" not in name
+    plain = plain and '"' not in name and not name.startswith("=?base64?")
+    # A plain name takes the quick path (sentinel-like ones aside, which are encoded).
+    if plain and not name.endswith("?="):
+        assert quick(headers, body, tools()) is True
+    if quick(headers, body, tools()):
+        assert header_mismatch(headers, body, tools()) is None
 
 
 def test_deep_parameter_path() -> None:

@@ -737,7 +737,7 @@ class Peer(Generic[S]):
         finally:
             if self._handling.get(request_id) is scope:
                 del self._handling[request_id]
-            if self._loop is not None:
+            if self._loop is not None and not hand_back:
                 task = asyncio.current_task()
                 if task is not None:
                     self._handler_tasks.discard(task)

@@ -113,7 +113,9 @@ class StatelessEndpoint:
             code = ErrorCode.PARSE_ERROR if not peek.json else ErrorCode.INVALID_REQUEST
             await respond(send, 400, error_body(int(code), reason), content_type=JSON)
             return
-        if peek.is_request:
+        if peek.is_request and not (
+            peek.probe is not None and mirror.plainly_mirrored(headers, peek.probe, self._params_of)
+        ):
             mismatch = mirror.header_mismatch(headers, body, self._params_of)
             if mismatch is not None:
                 error = mirror.mismatch_error(mismatch)

@@ -18,7 +18,7 @@ import msgspec
 from mcpspec.runtime.envelope import ErrorObject, ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.events import ProtocolViolation, RequestReceived
-from mcpspec.runtime.negotiation import PROBE_DECODER
+from mcpspec.runtime.negotiation import PROBE_DECODER, Probe
 from mcpspec.runtime.rules import Rule
 
 from .asgi import Receive, Scope, Send, client_gone, respond
@@ -74,7 +74,7 @@ _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
 class BodyPeek:
     """What the app knows of a POST body before a session reads it."""
 
-    __slots__ = ("batch", "id", "json", "meta_version", "method", "requested_version")
+    __slots__ = ("batch", "id", "json", "meta_version", "method", "probe", "requested_version")
 
     def __init__(self, data: bytes) -> None:
         self.json = True
@@ -83,6 +83,8 @@ class BodyPeek:
         self.method: Any = None
         self.meta_version: Any = None
         self.requested_version: Any = None
+        #: The routing fields as read, when the body has their types (else ``None``).
+        self.probe: Probe | None = None
         head = data.lstrip()[:1]
         if head == b"[":
             self.batch = True
@@ -103,6 +105,7 @@ class BodyPeek:
         except (RecursionError, UnicodeError):
             self.json = False
             return
+        self.probe = peek
         self.id, self.method = peek.id, peek.method
         self.requested_version = peek.protocol_version
         self.meta_version = peek.meta_version

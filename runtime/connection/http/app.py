@@ -182,7 +182,11 @@ class HttpApp:
             return
         headers = header_map(scope)
         try:
-            refusal = await self._check(headers)
+            # Without a token to verify, the checks need no coroutine.
+            if self.settings.verify_token is None:
+                refusal = self._check_hosts(headers)
+            else:
+                refusal = await self._check(headers)
         except Exception:
             # The application's token verifier failed: nothing is known of the request.
             logger.exception("the HTTP app's checks failed on %s", path)
@@ -209,16 +213,22 @@ class HttpApp:
             await internal_error(send)
 
     async def _check(self, headers: dict[str, str]) -> Refusal | None:
-        settings = self.settings
+        """The checks every request passes first: ``Host``, ``Origin``, the bearer token."""
+        refusal = self._check_hosts(headers)
+        if refusal is not None or self.settings.verify_token is None:
+            return refusal
+        return await check_token(headers, self.settings)
+
+    def _check_hosts(self, headers: dict[str, str]) -> Refusal | None:
+        """The ``Host`` and ``Origin`` checks (a pair that passed is remembered)."""
         hosts = (headers.get("host"), headers.get("origin"))
-        if hosts not in self._passed_hosts:
-            refusal = check_host(headers, settings) or check_origin(headers, settings)
-            if refusal is not None:
-                return refusal
-            _remember(self._passed_hosts, hosts)
-        if settings.verify_token is None:
+        if hosts in self._passed_hosts:
             return None
-        return await check_token(headers, settings)
+        settings = self.settings
+        refusal = check_host(headers, settings) or check_origin(headers, settings)
+        if refusal is None:
+            _remember(self._passed_hosts, hosts)
+        return refusal
 
     def _check_media(self, headers: dict[str, str]) -> Refusal | None:
         """The ``Content-Type`` and ``Accept`` checks of a POST."""

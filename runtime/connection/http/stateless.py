@@ -108,12 +108,13 @@ class StatelessEndpoint:
     ) -> None:
 
         server = self.app.server
+        is_request = peek.is_request
         if not peek.json or peek.batch:
             reason = "Parse error" if not peek.json else "Invalid request: batches are not taken"
             code = ErrorCode.PARSE_ERROR if not peek.json else ErrorCode.INVALID_REQUEST
             await respond(send, 400, error_body(int(code), reason), content_type=JSON)
             return
-        if peek.is_request and not (
+        if is_request and not (
             peek.probe is not None and mirror.plainly_mirrored(headers, peek.probe, self._params_of)
         ):
             mismatch = mirror.header_mismatch(headers, body, self._params_of)
@@ -139,7 +140,7 @@ class StatelessEndpoint:
         events: list[Any] = []
         try:
             loop = running_asyncio_loop()
-            if not peek.is_request:
+            if not is_request:
                 events = await peer.feed(body, inline=True)
             elif loop is not None and not listen:
                 # The client closing the connection cancels the request. A plain task

@@ -6,6 +6,7 @@ HTTP+SSE endpoints, mounting inside Starlette, and two uvicorn workers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -253,6 +254,69 @@ async def test_closing_a_stateless_stream_cancels_the_handler() -> None:
                     break  # the progress notification: the handler is running
         with anyio.fail_after(10):
             await seen["cancelled"].wait()
+
+
+async def test_a_task_left_behind_sends_nothing_on_a_later_request() -> None:
+    # A 2026-07-28 connection carries one POST after another, of any client. A handler
+    # that leaves a task behind holding its context: what that task sends once its
+    # request has ended must not go out on the response of the request that has the
+    # connection by then. It finds the connection closed, as it would between POSTs.
+    server = Server("late-test", "1.0")
+    late: dict[str, Any] = {name: anyio.Event() for name in ("release", "sent", "running", "end")}
+    left_behind: set[asyncio.Task[None]] = set()
+
+    @server.tool()
+    async def spawn(ctx: RequestContext) -> str:
+        """Leave a task behind that logs when released."""
+
+        async def log_later() -> None:
+            await late["release"].wait()
+            try:
+                await ctx.log("info", "from the first request")
+                late["outcome"] = "sent"
+            except Exception as exc:
+                late["outcome"] = type(exc).__name__
+            late["sent"].set()
+
+        left_behind.add(asyncio.get_running_loop().create_task(log_later()))
+        return "spawned"
+
+    @server.tool()
+    async def wait(ctx: RequestContext) -> str:
+        """Log, then wait until the test ends it."""
+        await ctx.log("info", "from the second request")
+        late["running"].set()
+        await late["end"].wait()
+        return "ended"
+
+    def call(name: str, request_id: int) -> dict[str, Any]:
+        body = stateless_call(name, {}, request_id)
+        body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "debug"
+        return body
+
+    async with app_client(server) as client:
+        first = await client.post(
+            "/mcp", json=call("spawn", 1), headers=stateless_headers("tools/call", "spawn")
+        )
+        assert first.json()["result"]["content"][0]["text"] == "spawned"
+        second: dict[str, httpx.Response] = {}
+
+        async def post_second() -> None:
+            second["response"] = await client.post(
+                "/mcp", json=call("wait", 2), headers=stateless_headers("tools/call", "wait")
+            )
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(post_second)
+                await late["running"].wait()
+                late["release"].set()
+                await late["sent"].wait()
+                late["end"].set()
+    messages = sse_messages(second["response"].text)
+    assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["from the second request"]
+    assert messages[-1]["result"]["content"][0]["text"] == "ended"
+    assert late["outcome"] == "ConnectionClosed"
 
 
 async def test_subscriptions_listen_streams_changes() -> None:

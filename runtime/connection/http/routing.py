@@ -12,7 +12,8 @@ The theory of operation: the app feeds a POST's body to the connection's
 starts, so the handlers of the POST's requests, and everything they send, see the same
 channel; the :class:`SessionStream` the peer writes to reads it on every ``send``, and
 takes it when it is its own session's. A connection that carries one POST at a time
-(:class:`ChannelStream`) holds that POST's channel itself.
+(:class:`ChannelStream`) holds that POST's channel itself, and, when it is reused from
+POST to POST, takes messages only from senders that :data:`ROUTE` says are the POST's.
 Nothing is parsed to route a message but the two members that tell a response from the
 rest (``id``, ``method``).
 
@@ -464,18 +465,29 @@ class SessionStream:
 
 class ChannelStream(SessionStream):
     """The message stream of a connection whose every message is about the one POST
-    it carries now (2026-07-28, or a handshake-era POST without sessions), whichever
-    task sends it."""
+    it carries now (2026-07-28, or a handshake-era POST without sessions).
 
-    def __init__(self, channel: Channel | None) -> None:
+    Any task may send on it, unless it is ``guarded``: then only the POST's own task
+    and the tasks started from it (:data:`ROUTE` names the POST there). A guarded
+    connection carries one POST after another, and a task that a handler left behind,
+    still sending once its request ended, must find it closed rather than write on
+    the response of whichever request, of whichever client, has it by then.
+    """
+
+    def __init__(self, channel: Channel | None, *, guarded: bool = False) -> None:
         super().__init__(_no_standalone)
         #: The POST whose messages it carries now (``None`` between POSTs).
         self.channel = channel
+        self._guarded = guarded
 
     async def send(self, data: bytes) -> None:
         channel = self.channel
         if self.closed or channel is None:
             raise ConnectionClosed("the request ended")
+        if self._guarded:
+            route = ROUTE.get()
+            if route is None or route[1] is not channel:
+                raise ConnectionClosed("the request ended")
         await channel.put(data)
 
 

@@ -5,8 +5,11 @@ request is handled in the POST's own task by a connection of the server made for
 one taken from a small pool when the last request of that connection left nothing
 behind, since building a session costs more than handling an echo. The answer is JSON,
 or an SSE stream when progress or log messages come before it (:mod:`.routing`); the
-client closing the connection cancels the handler. ``subscriptions/listen`` keeps its
-stream open, with keep-alive comments, until the client goes away.
+client closing the connection cancels the handler. A pooled connection takes messages
+only from the task of the POST it carries and the tasks started from it: a task a
+handler left behind finds the connection closed once its request ended, even when it
+carries another client's POST by then. ``subscriptions/listen`` keeps its stream open,
+with keep-alive comments, until the client goes away.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..changes import ChangeFeed
 from ..peer import Peer, new_cancel_scope
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
-from .routing import Channel, ChannelStream
+from .routing import ROUTE, Channel, ChannelStream
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -46,12 +49,13 @@ class _StatelessConnection:
 
     __slots__ = ("connection", "peer", "session", "stream")
 
-    def __init__(self, app: HttpApp) -> None:
+    def __init__(self, app: HttpApp, *, pooled: bool) -> None:
         from ..server import _Connection
 
         server = app.server
         self.session = server.session(app.stateless_revisions)
-        self.stream = ChannelStream(None)
+        # Reused from POST to POST: only the POST's own tasks may send on it.
+        self.stream = ChannelStream(None, guarded=pooled)
         self.connection = _Connection(server, self.session)
         self.peer: Peer[Any] = Peer(
             self.session,
@@ -131,13 +135,17 @@ class StatelessEndpoint:
         listen = peek.method == "subscriptions/listen"
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
-        pooled = self._idle.pop() if self._idle and not listen else _StatelessConnection(self.app)
+        if listen:
+            pooled = _StatelessConnection(self.app, pooled=False)
+        else:
+            pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
         pooled.stream.channel = channel
         peer = pooled.peer
         if listen:
             pooled.connection.feed = ChangeFeed(peer)
             server._connections.add(pooled.connection)
         events: list[Any] = []
+        token = ROUTE.set((pooled.stream, channel))
         try:
             loop = running_asyncio_loop()
             if not is_request:
@@ -163,6 +171,7 @@ class StatelessEndpoint:
                     task_group.cancel_scope.cancel()
             await settle(channel, events)
         finally:
+            ROUTE.reset(token)
             if listen:
                 server._connections.discard(pooled.connection)
             else:

@@ -788,12 +788,22 @@ def plainly_mirrored(
     return method != "tools/call" or params_of is None or not params_of(name)
 
 
-@functools.lru_cache(maxsize=256)
+#: The longest value :func:`plainly_mirrored` looks at (longer ones are left to
+#: :func:`header_mismatch`), so that what it remembers stays small.
+_QUICK_LENGTH: Final = 256
+
+
 def _quoted(value: str) -> bytes | None:
-    """``value`` as a JSON string without escapes when it is a plain header value, one
-    that :func:`_field_value` and :func:`decode_value` give back unchanged and that
-    needs no escape in JSON; else ``None``. Kept for the few values a client repeats."""
-    if len(value) > MAX_VALUE_LENGTH or not _is_plain(value) or "\\" in value or '"' in value:
+    """``value`` as a JSON string without escapes when it is a short plain header value,
+    one that :func:`_field_value` and :func:`decode_value` give back unchanged and that
+    needs no escape in JSON; else ``None``."""
+    return _quoted_short(value) if len(value) <= _QUICK_LENGTH else None
+
+
+@functools.lru_cache(maxsize=256)
+def _quoted_short(value: str) -> bytes | None:
+    # Kept for the few values a client sends again and again.
+    if not _is_plain(value) or "\\" in value or '"' in value:
         return None
     return f'"{value}"'.encode("ascii")
 

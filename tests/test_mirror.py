@@ -996,6 +996,8 @@ NOT_PLAIN = {
         {"mcp-name": " code"},
     ),
     "another name": (request("prompts/get", {"name": "code"}), {"mcp-name": "other"}),
+    # Longer values are left to header_mismatch, so the quick test remembers little.
+    "long name": (request("prompts/get", {"name": "n" * 300}), {}),
     "no name header": (request("prompts/get", {"name": "code"}), {"mcp-name": None}),
     "another method": (request("tools/list"), {"mcp-method": "tools/call"}),
     "another version": (request("tools/list"), {"mcp-protocol-version": "2025-11-25"}),

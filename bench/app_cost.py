@@ -18,9 +18,9 @@ out). The rows alternate within each round; a cell is the median over rounds of 
 The parts are what the mcpspec app does for such a request, each timed alone on the same
 request: the sans-IO server session reading it and writing the result, the check of the
 mirrored headers against the routing fields the body peek read (2026-07-28), the header
-map and the body peek. What
-the app costs beyond their sum is the connection layer around them: the endpoint, the
-peer and its cancel scope, the channel, the server's dispatch and the handler's context.
+map and the body peek. What the app costs beyond their sum is the connection layer
+around them: the endpoint, the peer and its cancel scope, the channel, the server's
+dispatch and the handler's context.
 """
 
 from __future__ import annotations

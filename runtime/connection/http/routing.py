@@ -7,13 +7,14 @@ progress, log messages and server requests its handler sends meanwhile. Messages
 no request go to the session's standalone ``GET`` stream.
 
 The theory of operation: the app feeds a POST's body to the connection's
-:class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST's
-:class:`Channel`. A context variable set in a task is copied into every task that task
-starts, so the handlers of the POST's requests, and everything they send, see the same
-channel; the :class:`SessionStream` the peer writes to reads it on every ``send``, and
-takes it when it is its own session's. A connection that carries one POST at a time
-(:class:`ChannelStream`) holds that POST's channel itself, and, when it is reused from
-POST to POST, takes messages only from senders that :data:`ROUTE` says are the POST's.
+:class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST:
+the session's stream and the POST's :class:`Channel`. A context variable set in a task
+is copied into every task that task starts, so the handlers of the POST's requests, and
+everything they send, see the same route; the :class:`SessionStream` the peer writes to
+reads it on every ``send``, and takes its channel when it is its own session's. A
+connection that carries one POST at a time (:class:`ChannelStream`) holds that POST's
+channel itself, and, when it is reused from POST to POST, takes messages only from
+senders that :data:`ROUTE` says are the POST's.
 Nothing is parsed to route a message but the two members that tell a response from the
 rest (``id``, ``method``).
 

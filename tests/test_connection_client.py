@@ -19,6 +19,7 @@ from mcpspec.runtime import RequestReceived, RevisionError, ServerSession
 from mcpspec.runtime.connection import (
     ConnectionClosed,
     Peer,
+    Question,
     RequestError,
     RequestTimeout,
     ResponseViolation,
@@ -63,6 +64,8 @@ class Probe:
         self.all_waiting = anyio.Event()
         self.crowd = 0
         self.log_levels: list[str] = []
+        #: How many times the ``ask_all`` tool's handler ran.
+        self.runs = 0
 
 
 def demo_server(probe: Probe, *, revisions: Any = None, page_size: int = 2) -> Server:
@@ -136,6 +139,20 @@ def demo_server(probe: Probe, *, revisions: Any = None, page_size: int = 2) -> S
             for level in ("debug", "info", "error"):
                 await ctx.log(level, {"level": level}, logger="demo")
             return {"content": []}
+        if name == "ask_all":
+            probe.runs += 1
+            message = {"role": "user", "content": {"type": "text", "text": "hi"}}
+            name_of, greeting, roots = await ctx.ask_all(
+                Question.elicit(
+                    message="Your name?",
+                    requested_schema={"properties": {"name": {"type": "string"}}},
+                    key="name",
+                ),
+                Question.sample({"messages": [message], "maxTokens": 5}, key="greeting"),
+                Question.roots(key="roots"),
+            )
+            text = f"{name_of.content['name']}; {greeting.content.text}; {len(roots.roots)}"
+            return {"content": [{"type": "text", "text": text}]}
         raise RequestError.invalid_params(f"no tool {name}")
 
     @server.handler("resources/list")
@@ -430,6 +447,95 @@ async def test_sampling_and_roots_in_every_revision(mode: str) -> None:
     ) as client:
         assert (await client.call_tool("sample")).text == "echo hi"
         assert (await client.call_tool("roots")).text == "file:///a,file:///b"
+
+
+@pytest.mark.parametrize("mode", ELICITING)
+async def test_questions_asked_together_are_answered_together(mode: str) -> None:
+    probe = Probe()
+    in_flight: set[str] = set()
+    keys: list[str | None] = []
+    everyone = anyio.Event()
+
+    def together(answer: Any) -> Any:
+        async def handler(params: Any, ctx: ServerRequestContext) -> Any:
+            keys.append(ctx.input_key)
+            if ctx.input_key is None:
+                # Up to 2025-11-25 the three are requests in flight at once: each
+                # handler waits for the other two.
+                in_flight.add(ctx.method)
+                if len(in_flight) == 3:
+                    everyone.set()
+                await everyone.wait()
+            return await answer(params, ctx)
+
+        return handler
+
+    with anyio.fail_after(GUARD):
+        async with connected(
+            demo_server(probe),
+            mode=mode,
+            elicitation=together(answer_elicitation),
+            sampling=together(answer_sampling),
+            roots=together(answer_roots),
+        ) as client:
+            result = await client.call_tool("ask_all")
+    assert result.text == f"Ada ({mode}); echo hi; 2"
+    if mode == "2026-07-28":
+        # One InputRequiredResult carried the three questions: the handler ran twice.
+        assert probe.runs == 2
+        assert sorted(keys, key=str) == ["greeting", "name", "roots"]
+    else:
+        assert probe.runs == 1 and keys == [None, None, None]
+
+
+async def test_the_first_failing_question_cancels_the_others() -> None:
+    cancelled = anyio.Event()
+
+    async def hangs(params: Any, ctx: ServerRequestContext) -> Any:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async def refuses(params: Any, ctx: ServerRequestContext) -> Any:
+        await anyio.wait_all_tasks_blocked()
+        raise RequestError.of(-32000, "no model here")
+
+    with anyio.fail_after(GUARD):
+        async with connected(
+            demo_server(Probe()),
+            mode="2025-11-25",
+            elicitation=hangs,
+            sampling=refuses,
+            roots=answer_roots,
+        ) as client:
+            with pytest.raises(RequestError) as failed:
+                await client.call_tool("ask_all")
+            await cancelled.wait()  # the server cancelled the elicitation on the wire
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+    assert failed.value.message == "no model here"
+
+
+async def test_questions_asked_together_need_each_capability_in_2026_07_28() -> None:
+    async with connected(
+        demo_server(Probe()), mode="2026-07-28", elicitation=answer_elicitation, roots=answer_roots
+    ) as client:
+        with pytest.raises(RequestError) as failed:
+            await client.call_tool("ask_all")
+    assert failed.value.code == -32021
+    assert failed.value.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+def test_a_question_is_checked_where_it_is_made() -> None:
+    with pytest.raises(TypeError, match="message and requested_schema"):
+        Question.elicit()
+    question = Question.elicit(message="Why?", key="why")
+    assert question == Question(
+        "elicitation/create",
+        {"message": "Why?", "requestedSchema": {"type": "object", "properties": {}}},
+        "why",
+    )
+    assert Question.roots() == Question("roots/list")
 
 
 async def test_a_request_without_its_handler_is_refused() -> None:

@@ -20,7 +20,7 @@ It needs anyio (``pip install mcpspec[connect]``); asyncio and trio both work. I
 from __future__ import annotations
 
 from .client import Client
-from .context import LogLevel, RequestContext
+from .context import LogLevel, Question, RequestContext
 from .errors import (
     ConnectionClosed,
     MessageTooLarge,
@@ -59,6 +59,7 @@ __all__ = [
     "Peer",
     "ProcessStream",
     "ProgressCallback",
+    "Question",
     "RequestContext",
     "RequestError",
     "RequestHandler",

@@ -13,6 +13,9 @@ sampling, roots) the same way in every revision:
   with the answer; the handler runs again from the start, and this time :meth:`ask`
   returns the answer. So a handler must do the same up to each question on every run
   (ask first, act after), which is the model the revision asks of servers.
+
+:meth:`~RequestContext.ask_all` asks several :class:`Question` at once: concurrent
+requests up to 2025-11-25, one ``InputRequiredResult`` round for all in 2026-07-28.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import anyio
 import msgspec
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
 
     from .peer import Peer
 
-__all__ = ["InputState", "LogLevel", "RequestContext"]
+__all__ = ["InputState", "LogLevel", "Question", "RequestContext"]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 #: The client capability each question needs, and the class of its request.
@@ -53,15 +56,16 @@ MAX_QUESTIONS: Final = 32
 
 
 class InputNeeded(BaseException):
-    """Raised by :meth:`RequestContext.ask` in 2026-07-28 for a question not answered
-    yet: the server answers ``InputRequiredResult``. A ``BaseException``, so that a
-    handler's ``except Exception`` does not swallow it."""
+    """Raised by :meth:`RequestContext.ask` and :meth:`~RequestContext.ask_all` in
+    2026-07-28 for questions not answered yet: the server answers
+    ``InputRequiredResult`` with them. A ``BaseException``, so that a handler's
+    ``except Exception`` does not swallow it."""
 
-    def __init__(self, key: str, method: str, request: Any) -> None:
-        super().__init__(f"input required: {key} ({method})")
-        self.key = key
-        self.method = method
-        self.request = request
+    def __init__(self, questions: dict[str, tuple[str, Any]]) -> None:
+        asked = ", ".join(f"{key} ({method})" for key, (method, _) in questions.items())
+        super().__init__(f"input required: {asked}")
+        #: The questions by key: each one's method and its input request.
+        self.questions = questions
 
 
 class _Answer(msgspec.Struct, array_like=True):
@@ -261,19 +265,59 @@ class RequestContext:
         did not declare the capability (-32021, which also answers the request if not
         caught).
         """
-        entry = _ASKS.get(method)
+        [answer] = await self.ask_all(Question(method, params, key))
+        return answer
+
+    async def ask_all(self, *questions: Question) -> list[Any]:
+        """Ask the client several questions at once; their answers, in order.
+
+        Up to 2025-11-25 the requests go out together and are answered concurrently;
+        the first error cancels the others and is raised. In 2026-07-28 the questions
+        not answered yet travel in one ``InputRequiredResult`` (one round for all of
+        them, where :meth:`ask` after :meth:`ask` takes a round each). Errors as in
+        :meth:`ask`; a question the client lacks the capability for fails the call
+        before anything is asked.
+        """
+        asked = [self._question(question) for question in questions]
+        if not self.stateless:
+            if len(asked) == 1:
+                return [await self._peer.request(asked[0].request(self._peer.next_id()))]
+            return await self._request_all(asked)
+        answers = self._answers or {}
+        keys = [self._key(question.key) for question in questions]
+        waiting: dict[str, tuple[str, Any]] = {}
+        for key, question in zip(keys, asked, strict=True):
+            if key in answers:
+                continue
+            caps = self._client_capabilities
+            if caps is None or getattr(caps, question.capability, UNSET) in (UNSET, None):
+                session = self._peer.session
+                missing = session.missing_capability(self.request_id, {question.capability: {}})
+                raise RequestError(missing.error)
+            waiting[key] = (question.method, question.request(None))
+        if waiting:
+            raise InputNeeded(waiting)
+        return [answers[key] for key in keys]
+
+    def _question(self, question: Question) -> _Asking:
+        """``question`` checked against the revision, ready to be sent."""
+        entry = _ASKS.get(question.method)
         if entry is None:
-            raise ValueError(f"a server asks the client with {', '.join(_ASKS)}; not {method!r}")
+            raise ValueError(
+                f"a server asks the client with {', '.join(_ASKS)}; not {question.method!r}"
+            )
         capability, class_name = entry
         session = self._peer.session
-        types = session.types
-        cls = getattr(types, class_name, None)
+        cls = getattr(session.types, class_name, None)
         if cls is None:
-            raise RequestError.of(-32601, f"{method} does not exist in revision {self.revision}")
-        wire_params = _wire(params)
-        if not self.stateless:
-            request = _typed(session.codec, cls, method, wire_params, self._peer.next_id())
-            return await self._peer.request(request)
+            raise RequestError.of(
+                -32601, f"{question.method} does not exist in revision {self.revision}"
+            )
+        return _Asking(question.method, capability, session.codec, cls, _wire(question.params))
+
+    def _key(self, key: str | None) -> str:
+        """The key of the next question of a 2026-07-28 request (``q1``, ``q2``, ...
+        unless given), checked: non-empty, not used before, not too many."""
         self._asked += 1
         if self._asked > MAX_QUESTIONS:
             raise RuntimeError(f"more than {MAX_QUESTIONS} questions in one request")
@@ -284,14 +328,28 @@ class RequestContext:
         if key in self._keys:
             raise ValueError(f"the question key {key!r} is used twice in one request")
         self._keys.add(key)
-        answers = self._answers or {}
-        if key in answers:
-            return answers[key]
-        caps = self._client_capabilities
-        if caps is None or getattr(caps, capability, UNSET) in (UNSET, None):
-            missing = session.missing_capability(self.request_id, {capability: {}})
-            raise RequestError(missing.error)
-        raise InputNeeded(key, method, _typed(session.codec, cls, method, wire_params, None))
+        return key
+
+    async def _request_all(self, asked: list[_Asking]) -> list[Any]:
+        """Send the requests of ``asked`` together (handshake revisions); their results
+        in order, or the first failure (the others are cancelled)."""
+        results: list[Any] = [None] * len(asked)
+        failures: list[BaseException] = []
+        peer = self._peer
+
+        async def one(index: int, request: Any) -> None:
+            try:
+                results[index] = await peer.request(request)
+            except Exception as exc:
+                failures.append(exc)
+                task_group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as task_group:
+            for index, question in enumerate(asked):
+                task_group.start_soon(one, index, question.request(peer.next_id()))
+        if failures:
+            raise failures[0]
+        return results
 
     async def elicit(
         self,
@@ -306,13 +364,11 @@ class RequestContext:
         (``{"type": "object", "properties": {...}}``). Returns the ``ElicitResult``
         (``.action`` is ``"accept"``, ``"decline"`` or ``"cancel"``; ``.content``);
         ``key`` as in :meth:`ask`."""
-        if params is None:
-            if message is None:
-                raise TypeError("elicit() takes params, or message and requested_schema")
-            schema = dict(requested_schema or {"type": "object", "properties": {}})
-            schema.setdefault("type", "object")
-            params = {"message": message, "requestedSchema": schema}
-        return await self.ask("elicitation/create", params, key=key)
+        question = Question.elicit(
+            params, message=message, requested_schema=requested_schema, key=key
+        )
+        [answer] = await self.ask_all(question)
+        return answer
 
     async def sample(self, params: Any, *, key: str | None = None) -> Any:
         """Ask the client's model (``sampling/createMessage``); the
@@ -323,6 +379,62 @@ class RequestContext:
         """Ask the client for its roots (``roots/list``); the ``ListRootsResult``.
         ``key`` as in :meth:`ask`."""
         return await self.ask("roots/list", None, key=key)
+
+
+class Question(NamedTuple):
+    """One question for :meth:`RequestContext.ask_all`: the method
+    (``"elicitation/create"``, ``"sampling/createMessage"`` or ``"roots/list"``), its
+    params (a generated Struct of any revision, or a mapping in wire form) and its key
+    among the ``inputRequests`` of 2026-07-28 (``None``: ``q1``, ``q2``, ... in the
+    order asked)."""
+
+    method: str
+    params: Any = None
+    key: str | None = None
+
+    @classmethod
+    def elicit(
+        cls,
+        params: Any = None,
+        *,
+        message: str | None = None,
+        requested_schema: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> Question:
+        """An ``elicitation/create`` question: the params, or a ``message`` and the
+        ``requested_schema`` of a form (as :meth:`RequestContext.elicit` takes them)."""
+        if params is None:
+            if message is None:
+                raise TypeError("elicit() takes params, or message and requested_schema")
+            schema = dict(requested_schema or {"type": "object", "properties": {}})
+            schema.setdefault("type", "object")
+            params = {"message": message, "requestedSchema": schema}
+        return cls("elicitation/create", params, key)
+
+    @classmethod
+    def sample(cls, params: Any, *, key: str | None = None) -> Question:
+        """A ``sampling/createMessage`` question."""
+        return cls("sampling/createMessage", params, key)
+
+    @classmethod
+    def roots(cls, *, key: str | None = None) -> Question:
+        """A ``roots/list`` question."""
+        return cls("roots/list", None, key)
+
+
+class _Asking(NamedTuple):
+    """A question checked against the revision: what its request needs."""
+
+    method: str
+    capability: str
+    codec: Any
+    cls: type
+    params: Any
+
+    def request(self, request_id: RequestId | None) -> Any:
+        """The question's request (with ``request_id``; ``None``: an input request of
+        2026-07-28, which has none)."""
+        return _typed(self.codec, self.cls, self.method, self.params, request_id)
 
 
 def _wire(params: Any) -> Any:

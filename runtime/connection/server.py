@@ -412,9 +412,11 @@ class _Connection:
         try:
             result = await fn(event.request, ctx)
         except InputNeeded as need:
-            state = InputState(answers=kept, asked={need.key: need.method})
+            questions = need.questions
+            asked = {key: method for key, (method, _) in questions.items()}
+            state = InputState(answers=kept, asked=asked)
             return session.types.InputRequiredResult(
-                input_requests={need.key: need.request},
+                input_requests={key: request for key, (_, request) in questions.items()},
                 request_state=state.encode(self.server.state_key),
             )
         return self._coerce(method, result)

@@ -60,16 +60,6 @@ _add(
     "2025-11-25 transports: the server 'MAY close the connection' after sending an "
     "event with an id and retry (polling is optional)",
 )
-_add(
-    ALPHA_SERVER,
-    "input-required-result-multiple-input-requests",
-    ["sep-2322-multiple-inputs-incomplete"],
-    "RequestContext asks one question per round (the first ask without an answer ends "
-    "the handler): a handler cannot put several inputRequests in one "
-    "InputRequiredResult",
-    "SEP-2322 (mrtr): inputRequests is a map the client answers together; scenario: "
-    "'Return an InputRequiredResult with multiple inputRequests'",
-)
 #: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): not implemented.
 _NO_TASKS = (
     "extension not implemented: the Server has no tasks (io.modelcontextprotocol/tasks, "

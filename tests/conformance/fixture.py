@@ -17,7 +17,14 @@ from typing import Annotated, Any, Final
 import msgspec
 from msgspec import UNSET, Meta
 
-from mcpspec.runtime.connection import RequestContext, RequestError, Server, Tool, ToolError
+from mcpspec.runtime.connection import (
+    Question,
+    RequestContext,
+    RequestError,
+    Server,
+    Tool,
+    ToolError,
+)
 
 __all__ = ["AUDIO_BASE64", "IMAGE_BASE64", "build_server"]
 
@@ -381,10 +388,12 @@ def _declare_input_tools(server: Server) -> None:
 
     @server.tool(description="MRTR: asks three questions (elicitation, sampling, roots)")
     async def test_input_required_result_multiple_inputs(ctx: RequestContext) -> str:
-        # One after the other: each question the handler reaches is one round.
-        name = await ctx.elicit(_form("What is your name?", name="string"))
-        greeting = await ctx.sample(_sampling("Generate a greeting", 50))
-        roots = await ctx.list_roots()
+        # Asked together: one InputRequiredResult carries the three.
+        name, greeting, roots = await ctx.ask_all(
+            Question.elicit(_form("What is your name?", name="string")),
+            Question.sample(_sampling("Generate a greeting", 50)),
+            Question.roots(),
+        )
         return (
             f"Name: {_field(name, 'name')}; Greeting: {_sampled_text(greeting)}; "
             f"Roots: {len(roots.roots)}"

@@ -32,6 +32,7 @@ from mcpspec.runtime.connection import (
     ConnectionClosed,
     NegotiationRefused,
     RequestError,
+    RequestTimeout,
     ResponseViolation,
     Server,
     Tool,
@@ -1089,3 +1090,184 @@ async def test_a_forged_library_header_is_dropped() -> None:
         HttpClientStream("http://127.0.0.1:1/mcp", transport="carrier-pigeon")  # type: ignore[arg-type]
     stream = HttpClientStream("http://127.0.0.1:1/mcp", timeout=httpx.Timeout(2.0))
     assert stream._stream_timeout.read is None
+
+
+# -- what a hostile server sends never escapes as anything but the library's errors -----------
+
+#: JSON nested past msgspec's depth limit (it raises RecursionError), well under any size limit.
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+def standalone_stream(*events: bytes) -> Handler:
+    """A scripted handler whose standalone ``GET`` stream sends ``events`` and stays open."""
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method != "GET":
+            return None
+
+        async def stream() -> AsyncIterator[bytes]:
+            for event in events:
+                yield event
+            await anyio.sleep_forever()
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return handle
+
+
+async def test_nesting_too_deep_on_the_standalone_stream_ends_nothing() -> None:
+    got = anyio.Event()
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    deep = b"data: " + DEEP + b"\n\n"
+    scripted = Scripted(standalone_stream(deep, sse_message(changed).encode()))
+    async with serving(scripted.app()) as base:
+        client = Client.http(f"{base}/mcp", mode="2025-11-25", on_notification=lambda n: got.set())
+        async with client:
+            with anyio.fail_after(GUARD):
+                await got.wait()  # the message after the deep one still arrives
+            assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+
+
+async def test_nesting_too_deep_on_the_http_sse_stream_ends_nothing() -> None:
+    legacy = LegacyServer()
+    async with (
+        serving(legacy.app()) as base,
+        Client.http(f"{base}/sse", mode="legacy", transport="sse") as client,
+    ):
+        await legacy.send.send(b"event: message\ndata: " + DEEP + b"\n\n")
+        assert (await client.call_tool("echo", {"text": "z"})).text == "legacy z"
+
+
+async def test_an_event_id_of_any_text_is_resumed_with_its_utf8_bytes() -> None:
+    got = anyio.Event()
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.method != "GET":
+            return None
+        if "last-event-id" not in seen.headers:
+            return Response("id: é1\nretry: 1\ndata:\n\n", media_type="text/event-stream")
+        got.set()
+        return Response(status_code=405)
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base, Client.http(f"{base}/mcp", mode="2025-11-25"):
+        with anyio.fail_after(GUARD):
+            await got.wait()
+    resumed = [s for s in scripted.seen if s.method == "GET"][-1]
+    # The server reads header bytes as latin-1: back to the bytes, they are UTF-8.
+    assert resumed.headers["last-event-id"].encode("latin-1").decode("utf-8") == "é1"
+
+
+async def test_a_protocol_version_no_header_can_carry_fails_negotiation_cleanly() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "initialize":
+            answer = result(seen.body, initialize_result("2025-11-25é"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": "s1"})
+        return None
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        with pytest.raises(NegotiationRefused, match="2025-11-25é"):
+            async with Client.http(f"{base}/mcp", mode="legacy"):
+                pass
+    (delete,) = [s for s in scripted.seen if s.method == "DELETE"]
+    assert delete.headers["mcp-session-id"] == "s1"
+    assert "mcp-protocol-version" not in delete.headers
+
+
+async def test_an_endpoint_no_request_can_reach_is_refused() -> None:
+    legacy = LegacyServer(endpoint="/messages?session_id=a\x01b")
+    async with serving(legacy.app()) as base:
+        with pytest.raises(ConnectionClosed, match="not a URI"):
+            async with Client.http(f"{base}/sse", mode="legacy", transport="sse"):
+                pass
+
+
+async def test_a_renewed_session_gets_its_own_standalone_stream() -> None:
+    minted = iter(["s1", "s2"])
+    ended: set[str] = set()
+    got = anyio.Event()
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+    async def handle(seen: Seen) -> Response | None:
+        session = seen.headers.get("mcp-session-id")
+        if seen.rpc == "initialize":
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": next(minted)})
+        if session in ended:
+            return Response(status_code=404)
+        if seen.method == "GET":
+            # s1's stream stays open though the server forgets s1 (a restart behind a
+            # proxy): only the renewed session's stream carries what comes next.
+            first = () if session == "s1" else (sse_message(changed).encode(),)
+            return await standalone_stream(*first)(seen)
+        if seen.rpc == "tools/call" and session == "s1":
+            ended.add("s1")
+            return Response(status_code=404)
+        return None
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        client = Client.http(f"{base}/mcp", mode="2025-11-25", on_notification=lambda n: got.set())
+        async with client:
+            assert (await client.call_tool("echo", {"text": "restart"})).text == "restart"
+            with anyio.fail_after(GUARD):
+                await got.wait()
+            assert client.transport.session_id == "s2"
+    gets = [s.headers.get("mcp-session-id") for s in scripted.seen if s.method == "GET"]
+    assert gets == ["s1", "s2"]
+
+
+async def test_a_renewal_cut_short_by_its_callers_timeout_is_done_again_later() -> None:
+    minted = iter(["s1", "s2", "s3"])
+    stall = anyio.Event()
+
+    async def handle(seen: Seen) -> Response | None:
+        session = seen.headers.get("mcp-session-id")
+        if seen.rpc == "initialize":
+            new = next(minted)
+            if new == "s2":
+                await stall.wait()  # the renewal's initialize outlives the caller
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": new})
+        text = seen.body["params"]["arguments"]["text"] if seen.rpc == "tools/call" else None
+        if session == "s1" and text not in (None, "first"):
+            return Response(status_code=404)
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        assert (await client.call_tool("echo", {"text": "first"})).text == "first"
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("echo", {"text": "cut"}, timeout=0.3)
+        stall.set()
+        with anyio.fail_after(GUARD):
+            assert (await client.call_tool("echo", {"text": "later"})).text == "later"
+        assert client.transport.session_id == "s3"
+        assert not client.closed
+
+
+async def test_a_json_answer_whose_body_stalls_fails_after_the_read_timeout() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call" and seen.body["params"]["arguments"]["text"] == "x":
+
+            async def body() -> AsyncIterator[bytes]:
+                yield b'{"jsonrpc": "2.0", '
+                await anyio.sleep_forever()
+
+            return StreamingResponse(
+                body(), media_type="application/json", headers={"content-length": "200"}
+            )
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25", timeout=0.5) as client,
+    ):
+        with anyio.fail_after(GUARD), pytest.raises(RequestError, match="stalled"):
+            await client.call_tool("echo", {"text": "x"})
+        assert (await client.call_tool("echo", {"text": "on"})).text == "on"

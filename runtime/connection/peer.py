@@ -241,9 +241,14 @@ class Peer(Generic[S]):
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         task_group = self._task_group
         assert task_group is not None, "the peer was not entered"
-        await self.aclose()
-        task_group.cancel_scope.cancel()
-        return await task_group.__aexit__(*exc_info)
+        try:
+            await self.aclose()
+        finally:
+            # Even when closing the stream failed: the task group must be left, or the
+            # caller's cancel scopes are left corrupted.
+            task_group.cancel_scope.cancel()
+            exited = await task_group.__aexit__(*exc_info)
+        return exited
 
     async def aclose(self, reason: str = "the connection is closed") -> None:
         """Close the connection: every request still waiting raises

@@ -179,7 +179,8 @@ _OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
 _INCOMING = msgspec.json.Decoder(_Incoming)
 _INITIALIZE_ANSWER = msgspec.json.Decoder(InitializeAnswer)
 _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
-_DECODE_FAILURES = (msgspec.DecodeError, msgspec.ValidationError)
+#: What reading a server's JSON may raise: nesting too deep is a ``RecursionError``.
+_DECODE_FAILURES = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def _outgoing(data: bytes) -> OutgoingEnvelope:
@@ -221,7 +222,10 @@ def _unattributed_error(message: _Incoming | None) -> Any:
         or not (message.id is UNSET or message.id is None)
     ):
         return None
-    return msgspec.json.decode(message.error)
+    try:
+        return msgspec.json.decode(message.error)
+    except _DECODE_FAILURES:
+        return None
 
 
 def stateless_version(message: OutgoingEnvelope | None) -> str | None:
@@ -245,14 +249,29 @@ class _BodyTooLarge(Exception):
         self.size = size
 
 
-async def _read_body(response: httpx.Response, limit: int) -> bytes:
-    """The body, read up to ``limit`` bytes; raises :class:`_BodyTooLarge` past it."""
+class _BodyStalled(Exception):
+    def __init__(self, idle: float) -> None:
+        super().__init__(idle)
+        self.idle = idle
+
+
+async def _read_body(response: httpx.Response, limit: int, idle: float | None) -> bytes:
+    """The body, read up to ``limit`` bytes; raises :class:`_BodyTooLarge` past it, and
+    :class:`_BodyStalled` when no byte of it comes for ``idle`` seconds (``None``: no
+    bound; the answers of a stream are read without one)."""
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    chunks = response.aiter_bytes()
+    while True:
+        try:
+            with anyio.fail_after(idle):
+                chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return bytes(body)
+        except TimeoutError:
+            raise _BodyStalled(idle or 0.0) from None
         body += chunk
         if len(body) > limit:
             raise _BodyTooLarge(len(body))
-    return bytes(body)
 
 
 class _Post:
@@ -350,6 +369,8 @@ class HttpClientStream:
         self._legacy: LegacySseChannel | None = None
         self._switching = anyio.Lock()
         self._listening = False
+        #: The scope of the standalone stream's task, while it runs.
+        self._listener: anyio.CancelScope | None = None
         self._closed = False
         self._deleted = False
         self._close_reason = "the connection is closed"
@@ -434,7 +455,7 @@ class HttpClientStream:
                 )
                 if response.status_code >= 400 and response.status_code != 405:
                     logger.debug("DELETE of the session answered %s", response.status_code)
-        except self._library.error as exc:
+        except (self._library.error, ValueError) as exc:  # closing never raises
             logger.debug("DELETE of the session failed: %r", exc)
 
     def _end_receiving(self, reason: str) -> None:
@@ -565,26 +586,39 @@ class HttpClientStream:
                 raise ConnectionClosed(self._close_reason)
         if method == "notifications/initialized" and not self._listening:
             self._listening = True
-            # The standalone stream is opened before the session goes on: else the next
-            # requests could race it to the server, which may send their answers on it
-            # once it opens. A server slow to answer the GET is waited for a while only.
-            opened = anyio.Event()
-            self._spawn(self._listen, opened)
-            with anyio.move_on_after(STANDALONE_WAIT):
-                await opened.wait()
+            await self._start_listening()
+
+    async def _start_listening(self) -> None:
+        """Open the standalone stream (after ``initialize``, or a renewed session's).
+        It is opened before the session goes on: else the next requests could race it
+        to the server, which may send their answers on it once it opens. A server slow
+        to answer the ``GET`` is waited for a while only."""
+        if self._listener is not None:
+            self._listener.cancel()  # the stream of a session the server ended
+        opened = anyio.Event()
+        self._spawn(self._listen, opened)
+        with anyio.move_on_after(STANDALONE_WAIT):
+            await opened.wait()
 
     def _open_exchange(
         self,
         method: str,
         url: str,
         *,
-        headers: dict[str, str],
+        headers: Mapping[str, str | bytes],
         timeout: Any,
         content: bytes | None = None,
     ) -> AbstractAsyncContextManager[httpx.Response]:
-        """One HTTP exchange with the server, its response streamed (auth as given)."""
+        """One HTTP exchange with the server, its response streamed (auth as given). A
+        header value given as bytes is sent as it is (httpx takes them, though its
+        hints name text only)."""
         return self._http().stream(
-            method, url, content=content, headers=headers, auth=self._auth, timeout=timeout
+            method,
+            url,
+            content=content,
+            headers=cast("Mapping[str, str]", headers),
+            auth=self._auth,
+            timeout=timeout,
         )
 
     async def _post_once(self, data: bytes, headers: dict[str, str]) -> str | None:
@@ -626,6 +660,8 @@ class HttpClientStream:
                     post.note = (
                         f"the answer of {exc.size}+ bytes is over the limit of {self._limit}"
                     )
+                except _BodyStalled as exc:
+                    post.note = f"the answer's body stalled: nothing came for {exc.idle:g} s"
                 except MirrorError as exc:
                     post.note = f"the request cannot be mirrored into headers: {exc}"
                 except Exception as exc:  # a bug here must not end every other request
@@ -681,7 +717,8 @@ class HttpClientStream:
                 if not post.answered and not post.stateless:
                     await self._resume(post, decoder)
             elif media == "application/json":
-                await self._deliver_body(await _read_body(response, self._limit), post)
+                body = await _read_body(response, self._limit, self._timeout.read)
+                await self._deliver_body(body, post)
             else:
                 post.note = f"HTTP {status} with {media or 'no body'}: no answer"
         return False
@@ -717,14 +754,23 @@ class HttpClientStream:
                 return False
             self._renewals += 1
             self.session_id = None
+            renewed = False
             try:
                 with anyio.fail_after(self._timeout.read or DEFAULT_TIMEOUT):
                     renewed = await self._initialize_again()
-            except (self._library.error, TimeoutError, _BodyTooLarge):
+            except (self._library.error, TimeoutError, _BodyTooLarge, _BodyStalled):
                 renewed = False
+            finally:
+                if not renewed:
+                    # Failed, or cancelled with the request that renews (its caller's
+                    # timeout), maybe before `notifications/initialized`: the next
+                    # request meets the 404 again and renews then.
+                    self.session_id = expired
             if renewed:
                 logger.info("the server ended the session: a new one was opened")
-            return renewed
+        if renewed and self._listening:
+            await self._start_listening()
+        return renewed
 
     async def _initialize_again(self) -> bool:
         assert self._initialize_body is not None and self._initialized_body is not None
@@ -771,7 +817,7 @@ class HttpClientStream:
             return found if isinstance(found, str) else None
 
         if media_type(response) == "application/json":
-            return version_of(await _read_body(response, self._limit))
+            return version_of(await _read_body(response, self._limit, self._timeout.read))
         if media_type(response) != "text/event-stream":
             return None
         decoder = SseDecoder(self._limit)
@@ -835,8 +881,16 @@ class HttpClientStream:
             result = _INITIALIZE_ANSWER.decode(data).result
         except _DECODE_FAILURES:
             return
-        if result is not None and isinstance(result.protocol_version, str):
-            self.protocol_version = result.protocol_version[:64]
+        version = None if result is None else result.protocol_version
+        # Kept only when it can travel in a header (a revision is a date): any other
+        # answer fails the negotiation, and closing must still send a valid DELETE.
+        if (
+            isinstance(version, str)
+            and 0 < len(version) <= 64
+            and version.isascii()
+            and version.isprintable()
+        ):
+            self.protocol_version = version
 
     async def _deliver_body(self, body: bytes, post: _Post) -> None:
         if body.strip():
@@ -847,10 +901,10 @@ class HttpClientStream:
         id null, or none, answers ``post``): ``None``; else the start of the body, to
         quote."""
         try:
-            body = await _read_body(response, self._limit)
+            body = await _read_body(response, self._limit, self._timeout.read)
         except _BodyTooLarge as exc:
             return f"({exc.size}+ bytes)"
-        except self._library.error:
+        except (self._library.error, _BodyStalled):
             body = b""
         quoted = body[:BODY_QUOTED].decode("utf-8", "replace")
         message = _incoming(body) if body.lstrip()[:1] == b"{" else None
@@ -906,10 +960,16 @@ class HttpClientStream:
             post.note = f"an event over the limit of {self._limit} bytes was dropped"
         return seen
 
-    def _get_headers(self, last_event_id: str | None) -> dict[str, str]:
-        headers = {**self._headers, "Accept": "text/event-stream", **self._session_headers()}
+    def _get_headers(self, last_event_id: str | None) -> dict[str, Any]:
+        headers: dict[str, Any] = {
+            **self._headers,
+            "Accept": "text/event-stream",
+            **self._session_headers(),
+        }
         if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
+            # An event id is any text but CR, LF and NUL: sent as its UTF-8 bytes, as
+            # browsers send it (a header value of text must be ASCII).
+            headers["Last-Event-ID"] = last_event_id.encode("utf-8")
         return headers
 
     async def _resume(self, post: _Post, decoder: SseDecoder) -> None:
@@ -945,38 +1005,46 @@ class HttpClientStream:
     async def _listen(self, opened: anyio.Event) -> None:
         """The standalone ``GET`` stream of the server's own requests and notifications
         (handshake revisions), reconnected while it brings something. ``opened`` is set
-        once the first ``GET`` is answered (or failed)."""
+        once the first ``GET`` is answered (or failed). A renewed session's stream
+        replaces it (:meth:`_start_listening` cancels it)."""
+        with anyio.CancelScope() as scope:
+            self._listener = scope
+            try:
+                await self._listen_until_done(opened)
+            except Exception:
+                # A bug here must not end the connection: only this stream ends.
+                logger.exception("reading the standalone SSE stream failed")
+            finally:
+                if self._listener is scope:
+                    self._listener = None
+                opened.set()
+
+    async def _listen_until_done(self, opened: anyio.Event) -> None:
         last_event_id: str | None = None
         retry: float | None = None
         failures = 0
-        try:
-            while failures <= self._max_reconnects and not self._closed:
-                decoder = SseDecoder(self._limit)
-                decoder.last_event_id, decoder.retry = last_event_id, retry
-                try:
-                    async with self._open_exchange(
-                        "GET",
-                        self.url,
-                        headers=self._get_headers(last_event_id),
-                        timeout=self._stream_timeout,
-                    ) as response:
-                        opened.set()
-                        if (
-                            response.status_code >= 400
-                            or media_type(response) != "text/event-stream"
-                        ):
-                            logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
-                            return
-                        progressed = await self._read_events(response, decoder, None)
-                except self._library.error as exc:
-                    logger.debug("the standalone SSE stream broke: %r", exc)
-                    progressed = False
-                opened.set()
-                last_event_id, retry = decoder.last_event_id, decoder.retry
-                failures = 0 if progressed else failures + 1
-                await anyio.sleep(retry if retry is not None else self._reconnect_delay)
-        finally:
+        while failures <= self._max_reconnects and not self._closed:
+            decoder = SseDecoder(self._limit)
+            decoder.last_event_id, decoder.retry = last_event_id, retry
+            try:
+                async with self._open_exchange(
+                    "GET",
+                    self.url,
+                    headers=self._get_headers(last_event_id),
+                    timeout=self._stream_timeout,
+                ) as response:
+                    opened.set()
+                    if response.status_code >= 400 or media_type(response) != "text/event-stream":
+                        logger.debug("no standalone SSE stream: HTTP %s", response.status_code)
+                        return
+                    progressed = await self._read_events(response, decoder, None)
+            except self._library.error as exc:
+                logger.debug("the standalone SSE stream broke: %r", exc)
+                progressed = False
             opened.set()
+            last_event_id, retry = decoder.last_event_id, decoder.retry
+            failures = 0 if progressed else failures + 1
+            await anyio.sleep(retry if retry is not None else self._reconnect_delay)
 
     # -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------
 

@@ -111,6 +111,12 @@ class LegacySseChannel:
             if not started:
                 raise
             reason = f"the SSE stream broke: {exc!r}"
+        except Exception:
+            if not started:
+                raise
+            # A bug here must not end the caller's task group: the stream ends.
+            logger.exception("reading the HTTP+SSE stream of %s failed", url)
+            reason = "reading the SSE stream failed"
         if not started:
             raise NoSseEndpoint(f"GET {url} ended before an endpoint event")
         logger.debug("%s: %s", url, reason)
@@ -124,7 +130,10 @@ def _endpoint(url: str, data: bytes) -> str:
         raise NoSseEndpoint("the endpoint event is too long")
     try:
         target = urljoin(url, data.decode("utf-8").strip())
-    except (UnicodeDecodeError, ValueError) as exc:
+        # httpx refuses to send to a URI with a control character (or another it cannot
+        # parse): refused here, where it is the server's fault.
+        httpx.URL(target)
+    except (UnicodeDecodeError, ValueError, httpx.InvalidURL) as exc:
         raise NoSseEndpoint(f"the endpoint event is not a URI: {exc}") from None
     base, there = urlsplit(url), urlsplit(target)
     if (there.scheme, there.netloc) != (base.scheme, base.netloc):

@@ -1271,3 +1271,18 @@ async def test_a_json_answer_whose_body_stalls_fails_after_the_read_timeout() ->
         with anyio.fail_after(GUARD), pytest.raises(RequestError, match="stalled"):
             await client.call_tool("echo", {"text": "x"})
         assert (await client.call_tool("echo", {"text": "on"})).text == "on"
+
+
+async def test_a_redirect_is_named_not_followed() -> None:
+    async def handle(seen: Seen) -> Response | None:
+        if seen.path == "/mcp":
+            return Response(status_code=307, headers={"location": "/mcp/"})
+        return None
+
+    scripted = Scripted(handle)
+    async with serving(scripted.app()) as base:
+        with pytest.raises(NegotiationRefused, match="307 redirects to '/mcp/'"):
+            async with Client.http(f"{base}/mcp", mode="2025-11-25"):
+                pass
+        async with Client.http(f"{base}/mcp/", mode="2025-11-25") as client:
+            assert (await client.call_tool("echo", {"text": "there"})).text == "there"

@@ -56,6 +56,7 @@ import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.envelope import is_id
+from mcpspec.runtime.errors import clip
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, request_headers
 from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
 from mcpspec.runtime.shallow import response_id
@@ -719,6 +720,11 @@ class HttpClientStream:
             elif media == "application/json":
                 body = await _read_body(response, self._limit, self._timeout.read)
                 await self._deliver_body(body, post)
+            elif 300 <= status < 400 and "location" in response.headers:
+                # Not followed: a redirect may lead elsewhere with the caller's
+                # credentials. The caller can connect to where it leads.
+                target = clip(response.headers["location"], 200)
+                post.note = f"HTTP {status} redirects to {target!r}: connect to that URL"
             else:
                 post.note = f"HTTP {status} with {media or 'no body'}: no answer"
         return False

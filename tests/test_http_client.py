@@ -217,14 +217,21 @@ async def test_no_protocol_version_header_before_2025_06_18() -> None:
     assert call.headers["mcp-session-id"] == "s1"
 
 
-async def test_an_invalid_session_id_is_not_sent_back() -> None:
+def initialize_answered(version: str, session_id: str) -> Handler:
+    """A scripted handler that answers ``initialize`` with ``version`` and mints
+    ``session_id``."""
+
     async def handle(seen: Seen) -> Response | None:
         if seen.rpc == "initialize":
-            answer = result(seen.body, initialize_result("2025-11-25"))
-            return JSONResponse(answer, headers={"Mcp-Session-Id": "has space"})
+            answer = result(seen.body, initialize_result(version))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": session_id})
         return None
 
-    scripted = Scripted(handle)
+    return handle
+
+
+async def test_an_invalid_session_id_is_not_sent_back() -> None:
+    scripted = Scripted(initialize_answered("2025-11-25", "has space"))
     async with (
         serving(scripted.app()) as base,
         Client.http(f"{base}/mcp", mode="2025-11-25") as client,
@@ -1159,13 +1166,7 @@ async def test_an_event_id_of_any_text_is_resumed_with_its_utf8_bytes() -> None:
 
 
 async def test_a_protocol_version_no_header_can_carry_fails_negotiation_cleanly() -> None:
-    async def handle(seen: Seen) -> Response | None:
-        if seen.rpc == "initialize":
-            answer = result(seen.body, initialize_result("2025-11-25é"))
-            return JSONResponse(answer, headers={"Mcp-Session-Id": "s1"})
-        return None
-
-    scripted = Scripted(handle)
+    scripted = Scripted(initialize_answered("2025-11-25é", "s1"))
     async with serving(scripted.app()) as base:
         with pytest.raises(NegotiationRefused, match="2025-11-25é"):
             async with Client.http(f"{base}/mcp", mode="legacy"):

@@ -409,8 +409,9 @@ async def test_session_progress_is_resumable_from_last_event_id() -> None:
         messages = sse_messages(resumed.text)
         assert [m.get("method") for m in messages] == ["notifications/progress", None]
         assert messages[-1]["id"] == 5
+        # An unknown id is a bad request; 404 would say the session is gone.
         unknown = await client.get("/mcp", headers={**headers, "last-event-id": "nope.1"})
-        assert unknown.status_code == 404
+        assert unknown.status_code == 400
 
 
 async def test_standalone_stream_carries_notifications_about_no_request() -> None:

@@ -12,14 +12,16 @@ connection of its own, primed as if ``initialize`` had named the request's
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import msgspec
 
-from mcpspec.runtime.envelope import ResultResponse
+from mcpspec.runtime.envelope import RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
+from mcpspec.runtime.events import RequestCancelled, RequestReceived
 from mcpspec.runtime.negotiation import is_stateless
 
 from ..changes import ChangeFeed
@@ -76,16 +78,7 @@ class HandshakeEndpoint:
         version = headers.get(VERSION_HEADER)
         initialize = peek.method == "initialize"
         if version is not None and not initialize and version not in self.app.handshake_revisions:
-            await respond(
-                send,
-                400,
-                error_body(
-                    int(ErrorCode.INVALID_REQUEST),
-                    f"Bad Request: unsupported MCP-Protocol-Version {clip(version, 64)!r}",
-                    data={"supported": list(self.app.handshake_revisions)},
-                ),
-                content_type=JSON,
-            )
+            await self._unsupported_version(version, send)
             return
         if initialize and settings.strict_initialize:
             requested = peek.requested_version
@@ -132,10 +125,40 @@ class HandshakeEndpoint:
         if version is None and settings.require_protocol_version:
             await bad_request(send, "MCP-Protocol-Version is required")
             return
-        await self._feed_session(session, body, send, headers={})
+        carried = peek.id if peek.method is not None else None
+        await self._feed_session(session, body, send, headers={}, carried=carried)
+
+    async def _unsupported_version(self, version: str, send: Send) -> None:
+        """400 for an ``MCP-Protocol-Version`` this endpoint does not serve."""
+        await respond(
+            send,
+            400,
+            error_body(
+                int(ErrorCode.INVALID_REQUEST),
+                f"Bad Request: unsupported MCP-Protocol-Version {clip(version, 64)!r}",
+                data={"supported": list(self.app.handshake_revisions)},
+            ),
+            content_type=JSON,
+        )
+
+    def allowed(self) -> str:
+        """The methods the endpoint takes (the ``Allow`` of a 405): ``GET`` and
+        ``DELETE`` only with sessions, since both name one."""
+        settings = self.app.settings
+        sessions = settings.sessions and bool(self.app.handshake_revisions)
+        methods = ["POST"]
+        if sessions and settings.standalone_stream:
+            methods.append("GET")
+        if sessions and settings.allow_delete:
+            methods.append("DELETE")
+        return ", ".join(methods)
 
     def _channel(
-        self, send: Send, session: HandshakeSession | None, headers: dict[str, str]
+        self,
+        send: Send,
+        session: HandshakeSession | None,
+        headers: dict[str, str],
+        carried: RequestId | None = None,
     ) -> Channel:
         settings = self.app.settings
         resumable = session is not None and session.event_store is not None
@@ -155,17 +178,25 @@ class HandshakeEndpoint:
             priming=resumable and revision == "2025-11-25",
             retry_ms=settings.retry_ms,
             headers=headers,
+            carried=carried,
         )
 
     async def _feed_session(
-        self, session: HandshakeSession, body: bytes, send: Send, headers: dict[str, str]
+        self,
+        session: HandshakeSession,
+        body: bytes,
+        send: Send,
+        headers: dict[str, str],
+        carried: RequestId | None = None,
     ) -> None:
         peer = session.peer
         assert peer is not None
-        channel = self._channel(send, session, headers)
+        channel = self._channel(send, session, headers, carried)
         session.live[channel.stream_id] = channel
+        owners = session.stream.owners
         token = ROUTE.set((session.stream, channel))
         answer = None
+        members: list[RequestId] | tuple[()] = ()
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
@@ -174,19 +205,31 @@ class HandshakeEndpoint:
                 events, answer = await peer.feed_request(body)
             else:
                 events = await peer.feed(body)
+                # The batch's reply goes to this POST whichever task flushes it.
+                members = [e.request_id for e in events if isinstance(e, RequestReceived)]
+                for request_id in members:
+                    owners[request_id] = channel
         finally:
             ROUTE.reset(token)
         try:
             if answer is not None:
                 await channel.answer(*answer)
+            if owners:
+                await _cancel_members(owners, events)
             if not channel.done:
                 await settle(channel, events)
             if not inline:
                 # Until its requests are answered; a session that ends closes it.
                 await channel.hold_open()
-            # Else the handler is over: answered, or cancelled (then nothing answers).
+            # Else the handler is over: answered, or cancelled (then the channel
+            # answers the POST with a stream that ends at once).
         finally:
             session.live.pop(channel.stream_id, None)
+            for request_id in members:
+                if owners.get(request_id) is channel:
+                    del owners[request_id]
+            # Idle time counts from the end of the session's last POST.
+            session.last_active = time.monotonic()
             if not channel.done:
                 with anyio.CancelScope(shield=True):
                     await channel.close()
@@ -216,10 +259,35 @@ class HandshakeEndpoint:
         session.connection = connection
         task_group = await self.app.tasks()
         await task_group.start(self._run_session, session)
-        for evicted in self.app.sessions.add(session):
-            logger.info("session %s ended to make room", evicted.id[:8])
-            await evicted.end()
-        await self._feed_session(session, body, send, headers={"mcp-session-id": session_id})
+        # The session is kept, and its id sent, only once initialize succeeded: a
+        # refused one must not take (or free by eviction) a place of the table.
+        headers: dict[str, str] = {}
+        channel = self._channel(send, session, headers)
+        session.live[channel.stream_id] = channel
+        opened = False
+        try:
+            token = ROUTE.set((session.stream, channel))
+            try:
+                events, answer = await peer.feed_request(body)
+            finally:
+                ROUTE.reset(token)
+            opened = answer is not None and answer.error_code is None
+            if opened:
+                headers["mcp-session-id"] = session_id
+                for evicted in self.app.sessions.add(session):
+                    logger.info("session %s ended to make room", evicted.id[:8])
+                    await evicted.end()
+            if answer is not None:
+                await channel.answer(*answer)
+            if not channel.done:
+                await settle(channel, events)
+        finally:
+            session.live.pop(channel.stream_id, None)
+            with anyio.CancelScope(shield=True):
+                if not channel.done:
+                    await channel.close()
+                if not opened:
+                    await session.end()
 
     async def _run_session(
         self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]
@@ -234,6 +302,7 @@ class HandshakeEndpoint:
                 await peer.wait_closed()
         finally:
             server._connections.discard(session.connection)
+            session.mark_closing()
             session.ended.set()
             with anyio.CancelScope(shield=True):
                 await session.close_streams()
@@ -289,10 +358,14 @@ class HandshakeEndpoint:
         version = headers.get(VERSION_HEADER)
         if (
             not settings.standalone_stream
+            or not settings.sessions
             or not self.app.handshake_revisions
             or (version is not None and is_stateless(version))
         ):
-            await respond(send, 405, headers={"allow": self.app.allowed()})
+            await respond(send, 405, headers={"allow": self.allowed()})
+            return
+        if version is not None and version not in self.app.handshake_revisions:
+            await self._unsupported_version(version, send)
             return
         refusal = check_accept(headers, EVENT_STREAM)
         if refusal is not None:
@@ -320,9 +393,9 @@ class HandshakeEndpoint:
 
     async def _standalone(self, session: HandshakeSession, send: Send) -> None:
         keepalive = self.app.settings.keepalive_seconds
-        while not session.ended.is_set():
+        while not session.closing:
             data = await session.next_standalone(keepalive)
-            if session.ended.is_set():
+            if session.closing:
                 break
             chunk = KEEPALIVE if data is None else await session.standalone_event(data)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -331,27 +404,28 @@ class HandshakeEndpoint:
     async def _resume(self, session: HandshakeSession, last_event_id: str, send: Send) -> None:
         """Replay the stream ``last_event_id`` belongs to after it, then go on live when
         it is still open (a POST's stream) or is the standalone stream."""
-        assert self.app.event_store is not None
-        events = await self.app.event_store.replay(session.id, last_event_id)
-        if events is None:
-            await refuse(send, Refusal(404, "Unknown Last-Event-ID"))
-            return
         stream_id = last_event_id.rsplit(".", 1)[0]
-        await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+        channel = session.live.get(stream_id)
         try:
-            for event in events:
-                if event.data:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": encode_event(event.data, event_id=event.event_id),
-                            "more_body": True,
-                        }
-                    )
-            channel = session.live.get(stream_id)
             if channel is not None and not channel.done:
-                channel.follower = send
-                await channel.hold_open()
+                # The POST's writers wait meanwhile: an event they stamp while the
+                # replay runs would be in neither the replay nor the live part.
+                async with channel.hold_writes():
+                    if not await self._replay(session, last_event_id, send):
+                        return
+                    follow = not channel.done
+                    if follow:
+                        channel.follower = send
+                if follow:
+                    try:
+                        await channel.hold_open()
+                    finally:
+                        if channel.follower is send:
+                            channel.follower = None
+                # The channel ended the POST's own response only.
+                await send({"type": "http.response.body", "body": b""})
+                return
+            if not await self._replay(session, last_event_id, send):
                 return
             if stream_id == session.standalone_id and not session.listening:
                 session.listening = True
@@ -364,14 +438,40 @@ class HandshakeEndpoint:
         except OSError:
             pass
 
+    async def _replay(self, session: HandshakeSession, last_event_id: str, send: Send) -> bool:
+        """Start the response of a GET resuming a stream with the events after
+        ``last_event_id``; ``False`` (refused) when the store does not know that id."""
+        assert self.app.event_store is not None
+        events = await self.app.event_store.replay(session.id, last_event_id)
+        if events is None:
+            # Not 404: that says the session is gone, and the client would drop a
+            # session that is alive. The id is what is wrong.
+            await refuse(send, Refusal(400, "Unknown Last-Event-ID"))
+            return False
+        await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+        for event in events:
+            if event.data:
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": encode_event(event.data, event_id=event.event_id),
+                        "more_body": True,
+                    }
+                )
+        return True
+
     async def delete(self, headers: dict[str, str], send: Send) -> None:
         version = headers.get(VERSION_HEADER)
         if (
             not self.app.settings.allow_delete
+            or not self.app.settings.sessions
             or not self.app.handshake_revisions
             or (version is not None and is_stateless(version))
         ):
-            await respond(send, 405, headers={"allow": self.app.allowed()})
+            await respond(send, 405, headers={"allow": self.allowed()})
+            return
+        if version is not None and version not in self.app.handshake_revisions:
+            await self._unsupported_version(version, send)
             return
         session, refusal = self._session_of(headers)
         if refusal is not None or session is None:
@@ -402,6 +502,16 @@ def _prime(session: Any, revision: str, *, initialized: bool) -> None:
     session.send(ResultResponse(id="mcpspec-prime", result=session.initialize_result()))
     if initialized:
         session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+
+async def _cancel_members(owners: dict[RequestId, Channel], events: list[Any]) -> None:
+    """Tell the batch POSTs whose requests the client cancelled (``events`` of a body
+    carrying ``notifications/cancelled``) that nothing will answer those."""
+    for event in events:
+        if isinstance(event, RequestCancelled):
+            channel = owners.get(event.request_id)
+            if channel is not None:
+                await channel.drop(event.request_id)
 
 
 async def _undeliverable(data: bytes) -> None:

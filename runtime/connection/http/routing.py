@@ -36,7 +36,7 @@ from typing import Any, Final, NamedTuple
 import anyio
 import msgspec
 
-from mcpspec.runtime.envelope import RequestId
+from mcpspec.runtime.envelope import ErrorObject, ErrorResponse, RequestId
 
 from ..errors import ConnectionClosed
 from .asgi import Send, start_response
@@ -88,6 +88,20 @@ Stamp = Callable[[str, bytes], Awaitable[str]]
 
 
 _KINDS: Final = msgspec.json.Decoder(list[_Kind])
+
+#: The error a request still unanswered gets when its session ends under it (the
+#: code JSON-RPC leaves to servers, as the MCP SDKs use it for a closed connection).
+SESSION_ENDED: Final = -32000
+#: The error a cancelled request gets when its POST can only answer JSON (the code
+#: JSON-RPC peers such as LSP use for a cancelled request).
+REQUEST_CANCELLED: Final = -32800
+
+
+def _error_response(request_id: RequestId, code: int, message: str) -> bytes:
+    """The bytes of a JSON-RPC error answering ``request_id``."""
+    return msgspec.json.encode(
+        ErrorResponse(id=request_id, error=ErrorObject(code=code, message=message))
+    )
 
 
 def is_request(data: bytes) -> bool:
@@ -179,10 +193,17 @@ class Channel:
     their ids; ``priming`` opens an SSE stream with an empty event that has one
     (2025-11-25), announcing ``retry_ms``. ``status_of`` picks the status of a JSON
     response from the error codes of its responses (``None`` for a result).
+    ``carried`` is the id of the POST's only request, when the app knows it before the
+    body is fed (so that a session ending under it answers it).
+
+    A POST that carried a request never gets ``202``: a request the session ended under
+    is answered with an error; one the client cancelled is answered by an SSE stream
+    that ends at once (or, JSON only, an error).
     """
 
     __slots__ = (
         "_answered",
+        "_cancelled",
         "_divert",
         "_done",
         "_done_event",
@@ -196,6 +217,7 @@ class Channel:
         "_send",
         "_stamp",
         "_status_of",
+        "carried",
         "follower",
         "gone",
         "mode",
@@ -216,6 +238,7 @@ class Channel:
         retry_ms: int | None = None,
         headers: dict[str, str] | None = None,
         status_of: Callable[[list[int | None]], int] | None = None,
+        carried: RequestId | None = None,
     ) -> None:
         self._send = send
         self.sse = sse
@@ -224,8 +247,10 @@ class Channel:
         self.stream_id = stream_id
         self._priming = priming
         self._retry_ms = retry_ms
-        self._headers = headers or {}
+        # The caller's dict itself: it may add a header until the response starts.
+        self._headers = headers if headers is not None else {}
         self._status_of = status_of
+        self.carried = carried
         #: The status of a JSON answer, when the app knows it (else ``status_of``).
         self.status: int | None = None
         self._lock = _Gate()
@@ -234,6 +259,8 @@ class Channel:
         #: ``_answered``.
         self._expected: set[RequestId] | None = None
         self._answered: set[RequestId] = set()
+        #: The ids of the POST's requests the client cancelled (made when one is).
+        self._cancelled: list[RequestId] | None = None
         #: Messages held until the response's form is decided.
         self._held: list[bytes] = []
         #: The error code (``None``: a result) of each response taken, in order.
@@ -243,7 +270,9 @@ class Channel:
         self._done = False
         #: Made only when someone waits for the response to end.
         self._done_event: anyio.Event | None = None
-        #: The client went away (writes failed): the rest is diverted or dropped.
+        #: The client went away (writes failed): on a resumable stream the rest is still
+        #: stamped (kept for a GET resuming it); else requests and notifications are
+        #: diverted, responses dropped.
         self.gone = False
         #: Another response (a ``GET`` resuming this stream) that takes the events.
         self.follower: Send | None = None
@@ -254,6 +283,8 @@ class Channel:
         """Say which requests the POST carried; the response ends once each is
         answered (it is sent at once when there are none left)."""
         expected = set(request_ids) - self._answered
+        if self._cancelled is not None:
+            expected.difference_update(self._cancelled)
         self._expected = expected
         if not expected:
             await self._finish()
@@ -271,10 +302,32 @@ class Channel:
             self._done_event = anyio.Event()
         await self._done_event.wait()
 
-    async def close(self) -> None:
-        """End the response as it stands (the session ended, the POST gave up)."""
+    async def close(self, ended: str | None = None) -> None:
+        """End the response as it stands: the POST gave up, or (``ended``: why) the
+        session ended, and each request still unanswered is answered with an error."""
         if not self._done:
-            await self._finish()
+            async with self._lock:
+                await self._finish_locked(ended)
+
+    async def drop(self, request_id: RequestId) -> None:
+        """The client cancelled one of the POST's requests: it is answered by nobody,
+        and the response ends once the others are answered."""
+        if self._done:
+            return
+        async with self._lock:
+            if self._cancelled is None:
+                self._cancelled = []
+            self._cancelled.append(request_id)
+            expected = self._expected
+            if expected is not None and request_id in expected:
+                expected.discard(request_id)
+                if not expected:
+                    await self._finish_locked()
+
+    def hold_writes(self) -> _Gate:
+        """The lock of the channel's writers: while it is held, nothing is stamped or
+        written on the stream (a GET resuming it catches up, then takes it over)."""
+        return self._lock
 
     @property
     def held(self) -> list[bytes]:
@@ -285,8 +338,8 @@ class Channel:
 
     async def put(self, data: bytes) -> None:
         """Take one message of the server about this POST."""
-        if self._done or self.gone:
-            await self._elsewhere(data)
+        if self._done:
+            await self._after_done(data)
             return
         answers = answers_in(data)
         async with self._lock:
@@ -300,10 +353,21 @@ class Channel:
                     expected.difference_update(answered)
                     if not expected:
                         await self._finish_locked()
+            elif self.gone and self._stamp is None:
+                # Nobody can resume this stream: the standalone stream may carry it.
+                await self._elsewhere(data)
             elif self.mode == "sse" or (self.mode is None and self.sse):
                 await self._take(data, stream=True)
             else:
                 await self._elsewhere(data)
+
+    async def _after_done(self, data: bytes) -> None:
+        """A message about this POST once its response ended: a request or notification
+        goes elsewhere; a response is dropped (no other stream may carry it)."""
+        if answers_in(data) is None:
+            await self._elsewhere(data)
+        else:
+            logger.debug("a response for a POST whose response ended is dropped")
 
     async def answer(self, data: bytes, error_code: int | None) -> None:
         """Take the answer to the POST's only request (its bytes, and the code of its
@@ -368,7 +432,9 @@ class Channel:
             await start_response(self._send, 200, "text/event-stream", headers)
         except OSError:
             self.gone = True
-            return
+            if self._stamp is None:
+                return
+            # Resumable: the events are still kept, for a GET resuming the stream.
         if self._priming and self._stamp is not None:
             event_id = await self._stamp(self.stream_id, b"")
             await self._write(
@@ -398,14 +464,47 @@ class Channel:
         async with self._lock:
             await self._finish_locked()
 
-    async def _finish_locked(self) -> None:
+    def _unanswered(self) -> list[RequestId]:
+        """The POST's requests neither answered nor cancelled."""
+        expected = self._expected
+        if expected is None:
+            carried = self.carried
+            if carried is None or carried in self._answered:
+                return []
+            expected = {carried}
+        cancelled = self._cancelled
+        return [i for i in expected if cancelled is None or i not in cancelled]
+
+    async def _finish_locked(self, ended: str | None = None) -> None:
         if self._done:
             return
         try:
+            unanswered = self._unanswered()
+            if ended is not None:
+                for request_id in unanswered:
+                    self._error_codes.append(SESSION_ENDED)
+                    await self._take(_error_response(request_id, SESSION_ENDED, ended))
+                unanswered = []
             if self.mode == "sse":
                 if not self.gone:
                     await self._send({"type": "http.response.body", "body": b""})
+            elif self._held or not (unanswered or self._cancelled):
+                await self._respond_json()
+            elif self.sse:
+                # The client cancelled what it sent, or gave up on it: a request is
+                # answered by a stream (or JSON), never by 202. An SSE stream that
+                # ends with no response honours "SHOULD NOT send a response for the
+                # cancelled request" (cancellation page) within that MUST.
+                await self._open_sse()
+                if not self.gone:
+                    await self._send({"type": "http.response.body", "body": b""})
             else:
+                # JSON only: a body must answer the request; the error says why.
+                for request_id in [*unanswered, *(self._cancelled or ())]:
+                    self._error_codes.append(REQUEST_CANCELLED)
+                    self._held.append(
+                        _error_response(request_id, REQUEST_CANCELLED, "Request cancelled")
+                    )
                 await self._respond_json()
         except OSError:
             self.gone = True
@@ -442,6 +541,9 @@ class SessionStream:
     def __init__(self, standalone: Divert) -> None:
         self._standalone = standalone
         self._closed = anyio.Event()
+        #: The channel of each request of a batch in flight, by id: the batch's reply
+        #: may be flushed from another POST's task (a sibling's cancellation).
+        self.owners: dict[RequestId, Channel] = {}
 
     async def receive(self) -> bytes:
         await self._closed.wait()
@@ -451,10 +553,25 @@ class SessionStream:
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP session ended")
         route = ROUTE.get()
-        if route is not None and route[0] is self:
-            await route[1].put(data)
+        channel = route[1] if route is not None and route[0] is self else None
+        if self.owners:
+            channel = self._owner(data) or channel
+        if channel is not None:
+            await channel.put(data)
         else:
             await self._standalone(data)
+
+    def _owner(self, data: bytes) -> Channel | None:
+        """The channel of the batch a response answers (``None``: not such a one)."""
+        answers = answers_in(data)
+        if answers is None:
+            return None
+        for answer in answers:
+            if answer.request_id is not None:
+                channel = self.owners.get(answer.request_id)
+                if channel is not None:
+                    return channel
+        return None
 
     async def aclose(self) -> None:
         self._closed.set()

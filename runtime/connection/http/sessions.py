@@ -8,7 +8,9 @@ task of the app; POST bodies are fed to it (:mod:`.routing` says where its messa
 
 :class:`SessionTable` keeps them: at most ``max_sessions``, the least recently active
 ended for a new one; one idle for ``idle_seconds`` is ended when next seen (or when a
-new session needs room). No timer runs: the clock is read when a request comes.
+new session needs room). No timer runs: the clock is read when a request comes. A
+session is not idle while it is busy: a POST of it is open, its GET stream is, or a
+request of it is being handled; its idle time counts from when its last POST ended.
 """
 
 from __future__ import annotations
@@ -61,8 +63,18 @@ class HandshakeSession:
         #: Whether a GET stream is attached.
         self.listening = False
         self.ended = anyio.Event()
+        #: Set as the session starts to end: its GET stream ends rather than wait.
+        self.closing = False
         #: SSE streams of POSTs still open (for a GET resuming one), by stream id.
         self.live: dict[str, Any] = {}
+
+    @property
+    def busy(self) -> bool:
+        """Whether the session is in use (never idle then): a POST or its GET stream
+        is open, or a request of it is being handled."""
+        return (
+            bool(self.live) or self.listening or (self.peer is not None and self.peer.handling > 0)
+        )
 
     def next_stream_id(self) -> str:
         """A new SSE stream's id in this session (``0`` is the standalone stream)."""
@@ -84,8 +96,9 @@ class HandshakeSession:
         self._standalone_ready.set()
 
     async def next_standalone(self, timeout: float) -> bytes | None:
-        """The next message for the GET stream; ``None`` after ``timeout`` seconds."""
-        if not self._standalone:
+        """The next message for the GET stream; ``None`` after ``timeout`` seconds, or
+        at once when the session is ending."""
+        if not self._standalone and not self.closing:
             self._standalone_ready = anyio.Event()
             with anyio.move_on_after(timeout):
                 await self._standalone_ready.wait()
@@ -101,19 +114,25 @@ class HandshakeSession:
         event_id = await self.stamp(self.standalone_id, data) if self.event_store else None
         return encode_event(data, event_id=event_id)
 
+    def mark_closing(self) -> None:
+        """The session is ending: its GET stream ends now, not after a keep-alive."""
+        self.closing = True
+        self._standalone_ready.set()
+
     async def end(self) -> None:
         """End the session: its connection closes (handlers get a short linger)."""
+        self.mark_closing()
         if self.peer is not None:
             await self.peer.aclose("the HTTP session ended")
         else:
             await self.stream.aclose()
-        self._standalone_ready.set()
         await self.close_streams()
 
     async def close_streams(self) -> None:
-        """End the responses of the POSTs still open (the session is over)."""
+        """End the responses of the POSTs still open (the session is over): a request
+        still unanswered is answered with an error."""
         for channel in list(self.live.values()):
-            await channel.close()
+            await channel.close("Session ended")
 
 
 class SessionTable:
@@ -136,7 +155,7 @@ class SessionTable:
         if session is None:
             return None
         now = time.monotonic()
-        if session.ended.is_set() or now - session.last_active > self.idle_seconds:
+        if session.ended.is_set() or self._idle(session, now):
             return None
         session.last_active = now
         self._sessions.move_to_end(session_id)
@@ -149,9 +168,7 @@ class SessionTable:
         now = time.monotonic()
         while self._sessions:
             oldest = next(iter(self._sessions.values()))
-            if len(self._sessions) < self.max_sessions and (
-                now - oldest.last_active <= self.idle_seconds
-            ):
+            if len(self._sessions) < self.max_sessions and not self._idle(oldest, now):
                 break
             self._sessions.popitem(last=False)
             evicted.append(oldest)
@@ -166,9 +183,13 @@ class SessionTable:
     def expired(self, session_id: str) -> HandshakeSession | None:
         """The session of that id if it is kept but idle past the limit (to end)."""
         session = self._sessions.get(session_id)
-        if session is not None and time.monotonic() - session.last_active > self.idle_seconds:
+        if session is not None and self._idle(session, time.monotonic()):
             return session
         return None
+
+    def _idle(self, session: HandshakeSession, now: float) -> bool:
+        """Whether ``session`` was idle past the limit (a busy one never is)."""
+        return now - session.last_active > self.idle_seconds and not session.busy
 
     def all(self) -> list[HandshakeSession]:
         """Every session kept."""

@@ -26,9 +26,11 @@ Header names compare case-insensitively, values case-sensitively. ``Mcp-Name`` a
 A client builds the headers of each message with :func:`request_headers`, having read
 each tool's annotations with :func:`param_headers` when it listed the tools (a tool whose
 annotations break a rule is left out of the list). A server checks them with
-:func:`header_mismatch` and answers a mismatch with :func:`mismatch_error`; a server that
-has read the routing fields of the body already (a :class:`~.negotiation.Probe`) may ask
-:func:`plainly_mirrored` first, which passes the usual request without a second read.
+:func:`header_mismatch` (or :func:`check_headers`, which leaves a body it cannot read
+to the server's own validation) and answers a mismatch with :func:`mismatch_error`; a
+server that has read the routing fields of the body already (a
+:class:`~.negotiation.Probe`) may ask :func:`plainly_mirrored` first, which passes the
+usual request without a second read.
 
 The body is read with a small msgspec decoder that keeps every member it does not need
 as unparsed JSON; nothing here raises anything but :class:`MirrorError` on any input, and
@@ -68,6 +70,7 @@ __all__ = [
     "X_MCP_HEADER",
     "MirrorError",
     "ParamHeader",
+    "check_headers",
     "decode_value",
     "encode_value",
     "header_mismatch",
@@ -745,7 +748,32 @@ def header_mismatch(
     was expected, in bounded length.
     """
     try:
-        reason = _mismatch(headers, _Message(body), params_of)
+        message = _Message(body)
+    except MirrorError as exc:
+        return clip(f"the body cannot be checked against its headers: {exc.reason}")
+    return _checked(headers, message, params_of)
+
+
+def check_headers(
+    headers: Mapping[str, str],
+    body: bytes,
+    params_of: Callable[[str], Sequence[ParamHeader]] | None = None,
+) -> str | None:
+    """:func:`header_mismatch`, for a server that refuses an invalid body with its own
+    error: a body that cannot be read as one JSON-RPC request or notification (not an
+    object, ``params`` or ``params._meta`` not an object, ``method`` not a string)
+    raises :class:`MirrorError` instead of being reported as a mismatch."""
+    return _checked(headers, _Message(body), params_of)
+
+
+def _checked(
+    headers: Mapping[str, str],
+    message: _Message,
+    params_of: Callable[[str], Sequence[ParamHeader]] | None,
+) -> str | None:
+    """:func:`header_mismatch` of a body that could be read, in bounded length."""
+    try:
+        reason = _mismatch(headers, message, params_of)
     except MirrorError as exc:
         reason = f"the body cannot be checked against its headers: {exc.reason}"
     return None if reason is None else clip(reason)

@@ -10,15 +10,20 @@ sends only the notifications the filter asks for, each naming the subscription i
 ``_meta`` (``io.modelcontextprotocol/subscriptionId``).
 
 :class:`ChangeFeed` is that, for one connection: what it subscribed to, and how to send
-it a change.
+it a change. A feed made with a ``buffer`` never waits on its client:
+:meth:`~ChangeFeed.deliver` only queues (a notification already waiting is not queued
+again), the task that owns the connection's stream sends (:meth:`~ChangeFeed.pump`),
+and a client that lets more than ``buffer`` notifications pile up is dropped.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import msgspec
 
 from mcpspec.runtime.envelope import RequestId
@@ -53,6 +58,10 @@ _CLASSES: Final[Mapping[str, str]] = {
 }
 
 
+#: What tells two change notifications apart: method, resource, subscription.
+_Key = tuple[str, str | None, RequestId | None]
+
+
 def agreed_filter(requested: Mapping[str, Any], capabilities: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a ``subscriptions/listen`` filter (wire form) a server with
     ``capabilities`` (wire form) honours: list changes it declared ``listChanged``
@@ -76,12 +85,28 @@ class ChangeFeed:
     subscriptions (handshake) and its open ``subscriptions/listen`` requests with their
     agreed filters (2026-07-28)."""
 
-    def __init__(self, peer: Peer[ServerSession]) -> None:
+    def __init__(self, peer: Peer[ServerSession], *, buffer: int | None = None) -> None:
+        """``buffer``: queue at most that many notifications for :meth:`pump` to send
+        (``None``: :meth:`deliver` sends them itself, waiting on the client)."""
         self._peer = peer
         #: Resources the client subscribed to with ``resources/subscribe``.
         self.subscribed: set[str] = set()
         #: Open ``subscriptions/listen`` requests: their agreed filters, by id.
         self.listeners: dict[RequestId, dict[str, Any]] = {}
+        self._buffer = buffer
+        self._outbox: collections.deque[tuple[_Key, dict[str, Any] | None]] | None = (
+            collections.deque() if buffer is not None else None
+        )
+        #: The keys of the notifications in ``_outbox``: one queued already is not
+        #: queued again (it tells nothing more), so a burst of changes takes one place.
+        self._pending: set[_Key] = set()
+        #: Set when something is queued while :meth:`pump` waits.
+        self._queued: anyio.Event | None = None
+        #: The client fell more than ``buffer`` notifications behind: it takes no more.
+        self.dropped = False
+        #: Called (once, in the announcer's task: it must not block) when the feed is
+        #: dropped; it should end the client's stream.
+        self.on_overflow: Callable[[], object] | None = None
 
     async def acknowledge(self, request_id: RequestId, agreed: dict[str, Any]) -> None:
         """Acknowledge the listen request ``request_id`` with the filter ``agreed``
@@ -94,7 +119,7 @@ class ChangeFeed:
         """Send the change ``method`` (about ``uri`` for ``notifications/resources/
         updated``) if this connection takes it; a closed connection takes nothing."""
         session = self._peer.session
-        if self._peer.closed or session.model is None:
+        if self._peer.closed or session.model is None or self.dropped:
             return
         capability, field = CHANGES[method]
         base: dict[str, Any] = {} if uri is None else {"uri": uri}
@@ -102,9 +127,9 @@ class ChangeFeed:
             declared = session.capabilities.get(capability)
             if uri is not None:
                 if uri in self.subscribed:
-                    await self._send(method, base)
+                    await self._emit((method, uri, None), base)
             elif isinstance(declared, dict) and declared.get("listChanged") is True:
-                await self._send(method, base or None)
+                await self._emit((method, uri, None), base or None)
             return
         open_requests = session.unanswered
         for request_id, agreed in list(self.listeners.items()):
@@ -112,7 +137,48 @@ class ChangeFeed:
                 continue  # cancelled by the client; its handler has not ended yet
             value = agreed.get(field)
             if value is True or (uri is not None and isinstance(value, list) and uri in value):
-                await self._send(method, {**base, "_meta": {SUBSCRIPTION_ID: request_id}})
+                params = {**base, "_meta": {SUBSCRIPTION_ID: request_id}}
+                await self._emit((method, uri, request_id), params)
+
+    async def pump(self) -> None:
+        """Send what :meth:`deliver` queued, in order, until cancelled (a feed with a
+        ``buffer``; run it in the task that owns the connection's stream, so that only
+        that task waits on a client that does not read)."""
+        outbox = self._outbox
+        if outbox is None:
+            raise RuntimeError("a feed without a buffer sends as it delivers")
+        while True:
+            while outbox:
+                key, params = outbox.popleft()
+                self._pending.discard(key)
+                await self._send(key[0], params)
+            self._queued = anyio.Event()
+            await self._queued.wait()
+
+    async def _emit(self, key: _Key, params: dict[str, Any] | None) -> None:
+        """Send one change (``key``: its method, resource and subscription), or queue
+        it for :meth:`pump` (a buffered feed: never waits)."""
+        outbox = self._outbox
+        if outbox is None:
+            await self._send(key[0], params)
+            return
+        if key in self._pending:
+            return
+        if self._buffer is not None and len(outbox) >= self._buffer:
+            # The client is not reading: waiting on it would stall the announcer (and
+            # every client after this one), and queueing more would grow without bound.
+            self.dropped = True
+            outbox.clear()
+            self._pending.clear()
+            self.listeners.clear()
+            logger.warning("a client fell %d change notifications behind: dropped", self._buffer)
+            if self.on_overflow is not None:
+                self.on_overflow()
+            return
+        outbox.append((key, params))
+        self._pending.add(key)
+        if self._queued is not None:
+            self._queued.set()
 
     async def _send(self, method: str, params: dict[str, Any] | None) -> None:
         session = self._peer.session

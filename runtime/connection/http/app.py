@@ -111,6 +111,9 @@ class HttpApp:
         self._passed_media: set[tuple[str | None, str | None]] = set()
         self._legacy: Any = None
         if settings.legacy_sse:
+            if not self.handshake_revisions:
+                # HTTP+SSE carries the handshake eras only.
+                raise ValueError("legacy_sse needs a handshake revision (up to 2025-11-25)")
             from .legacy import LegacySse
 
             self._legacy = LegacySse(self)
@@ -176,9 +179,18 @@ class HttpApp:
             return
         path = route_path(scope)
         if path.rstrip("/") != self._endpoint or not path:
-            if self._legacy is not None and await self._legacy.handle(path, scope, receive, send):
+            if self._legacy is None:
+                await respond(send, 404)
                 return
-            await respond(send, 404)
+            try:
+                if not await self._legacy.handle(path, scope, receive, send):
+                    await respond(send, 404)
+            except ClientGone:
+                return
+            except Exception:
+                # The token verifier failed, or a bug: as on the endpoint itself.
+                logger.exception("the HTTP app failed on %s %s", scope["method"], path)
+                await internal_error(send)
             return
         headers = header_map(scope)
         try:

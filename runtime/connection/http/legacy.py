@@ -5,21 +5,26 @@ to POST the client's messages to (``messages_path?session_id=<id>``); every mess
 the server arrives on that stream as a ``message`` event. Each POST carries one message
 and is answered 202; what it causes travels on the stream.
 
-The connection lives exactly as long as its GET: the GET's task serves it
-(:meth:`Server.serve <mcpspec.runtime.connection.server.Server.serve>` over a
+The connection lives exactly as long as its GET: the GET's task serves it (as
+:meth:`Server.serve <mcpspec.runtime.connection.server.Server.serve>` does, over a
 :class:`LegacyStream`), so no task outlives a request here. The same security checks
-as the Streamable HTTP endpoint apply.
+as the Streamable HTTP endpoint apply, and the same revisions (the handshake ones the
+settings serve). A client that stops reading is dropped once ``max_queued_messages``
+change notifications wait for it.
 """
 
 from __future__ import annotations
 
 import collections
 import urllib.parse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from ..changes import ChangeFeed
 from ..errors import ConnectionClosed
+from ..peer import Peer
 from .asgi import (
     BodyTooLarge,
     Receive,
@@ -42,6 +47,8 @@ __all__ = ["LegacySse", "LegacyStream"]
 
 #: How many POSTed messages a connection holds before its reader takes them.
 _INBOX: Final = 256
+#: How long the stream of a client dropped for not reading gets to end (seconds).
+_DROP_GRACE = 5.0
 
 
 class LegacyStream:
@@ -146,19 +153,58 @@ class LegacySse:
                     "more_body": True,
                 }
             )
+            dropped = anyio.Event()
             async with anyio.create_task_group() as task_group:
 
                 async def watch() -> None:
                     await client_gone(receive)
                     await stream.aclose()
 
+                def drop() -> None:
+                    dropped.set()
+                    task_group.cancel_scope.cancel()
+
                 task_group.start_soon(watch)
-                await self.app.server.serve(stream, linger=1.0)
+                await self._serve(stream, drop)
                 task_group.cancel_scope.cancel()
+            if dropped.is_set():
+                # The client stopped reading: end its stream if it takes the end soon.
+                with anyio.move_on_after(_DROP_GRACE):
+                    await send({"type": "http.response.body", "body": b""})
         except OSError:
             pass
         finally:
             self._streams.pop(session_id, None)
+
+    async def _serve(self, stream: LegacyStream, drop: Callable[[], None]) -> None:
+        """Serve one connection over ``stream`` until it ends, as ``Server.serve`` does,
+        but accepting only the handshake revisions the app serves, and with a change
+        feed that never waits on the client: one that falls behind is dropped (``drop``
+        must end the stream at once, without waiting)."""
+        from ..server import _Connection
+
+        app = self.app
+        server = app.server
+        connection = _Connection(server, server.session(app.handshake_revisions))
+        peer = Peer(
+            connection.session,
+            stream,
+            request_handler=connection.dispatch,
+            notification_handler=connection.on_notification,
+            linger=1.0,
+        )
+        connection.peer = peer
+        feed = ChangeFeed(peer, buffer=app.settings.max_queued_messages)
+        feed.on_overflow = drop
+        connection.feed = feed
+        server._connections.add(connection)
+        try:
+            async with peer, anyio.create_task_group() as task_group:
+                task_group.start_soon(feed.pump)
+                await peer.wait_closed()
+                task_group.cancel_scope.cancel()
+        finally:
+            server._connections.discard(connection)
 
     async def _message(
         self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
@@ -175,7 +221,8 @@ class LegacySse:
         try:
             body = await read_body(receive, headers, self.app.max_body)
         except BodyTooLarge:
-            await respond(send, 413)
+            # As on the Streamable HTTP endpoint: closing stops the rest of the body.
+            await respond(send, 413, headers={"connection": "close"})
             return
         await respond(send, 202 if stream.deliver(body) else 503)
 

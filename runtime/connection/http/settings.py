@@ -71,7 +71,10 @@ class HttpSettings:
 
     Streams: ``keepalive_seconds`` between comment lines on quiet long-lived streams
     (``subscriptions/listen``, ``GET``); ``max_queued_messages`` bounds the messages
-    held for a client that is not reading (beyond it, the oldest are dropped).
+    held for a client that is not reading (beyond it, the oldest are dropped from a
+    standalone stream, and a ``subscriptions/listen`` or HTTP+SSE client is dropped:
+    its stream ends). ``json_response`` leaves ``subscriptions/listen`` alone: its
+    answer is an SSE stream by definition.
     """
 
     path: str = "/mcp"

@@ -9,7 +9,9 @@ client closing the connection cancels the handler. A pooled connection takes mes
 only from the task of the POST it carries and the tasks started from it: a task a
 handler left behind finds the connection closed once its request ended, even when it
 carries another client's POST by then. ``subscriptions/listen`` keeps its stream open,
-with keep-alive comments, until the client goes away.
+with keep-alive comments, until the client goes away; the changes announced meanwhile
+are queued for it (the announcer never waits on a listener), and a listener that lets
+more than ``max_queued_messages`` pile up is dropped: its stream ends.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ __all__ = ["StatelessEndpoint"]
 
 #: How many free 2026-07-28 connections an app keeps.
 _POOL_SIZE: Final = 64
+#: How long the stream of a listener dropped for not reading gets to end (seconds).
+_DROP_GRACE = 5.0
 
 
 class _StatelessConnection:
@@ -113,6 +117,7 @@ class StatelessEndpoint:
 
         server = self.app.server
         is_request = peek.is_request
+        status_of = stateless_status
         if not peek.json or peek.batch:
             reason = "Parse error" if not peek.json else "Invalid request: batches are not taken"
             code = ErrorCode.PARSE_ERROR if not peek.json else ErrorCode.INVALID_REQUEST
@@ -121,18 +126,28 @@ class StatelessEndpoint:
         if is_request and not (
             peek.probe is not None and mirror.plainly_mirrored(headers, peek.probe, self._params_of)
         ):
-            mismatch = mirror.header_mismatch(headers, body, self._params_of)
+            try:
+                mismatch = mirror.check_headers(headers, body, self._params_of)
+            except mirror.MirrorError:
+                # Not a valid request whatever its headers say: the session's validation
+                # refuses it with its own error (-32600, -32602), with 400 as for a
+                # missing _meta; not -32020, which would send the client to relist its
+                # tools and retry in vain.
+                mismatch = None
+                status_of = _refused_status
             if mismatch is not None:
                 error = mirror.mismatch_error(mismatch)
                 response = ErrorResponse(id=answerable_id(peek.id), error=error)
                 await respond(send, 400, msgspec.json.encode(response), content_type=JSON)
                 return
+        listen = peek.method == "subscriptions/listen"
+        # The answer to a listen request is an SSE stream whatever json_response says:
+        # its first message is the acknowledgement, long before the response.
         channel = Channel(
             send,
-            sse=not self.app.settings.json_response,
-            status_of=stateless_status,
+            sse=listen or not self.app.settings.json_response,
+            status_of=status_of,
         )
-        listen = peek.method == "subscriptions/listen"
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
@@ -141,8 +156,11 @@ class StatelessEndpoint:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
         pooled.stream.channel = channel
         peer = pooled.peer
+        feed: ChangeFeed | None = None
         if listen:
-            pooled.connection.feed = ChangeFeed(peer)
+            # Buffered: an announcer only queues, and this request's task sends.
+            feed = ChangeFeed(peer, buffer=self.app.settings.max_queued_messages)
+            pooled.connection.feed = feed
             server._connections.add(pooled.connection)
         events: list[Any] = []
         token = ROUTE.set((pooled.stream, channel))
@@ -167,8 +185,13 @@ class StatelessEndpoint:
             else:
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
+                    if feed is not None:
+                        feed.on_overflow = task_group.cancel_scope.cancel
+                        task_group.start_soon(feed.pump)
                     events = await peer.feed(body, inline=True)
                     task_group.cancel_scope.cancel()
+                if feed is not None and feed.dropped:
+                    return  # the client stopped reading: its stream ends below
             await settle(channel, events)
         finally:
             ROUTE.reset(token)
@@ -179,7 +202,9 @@ class StatelessEndpoint:
                 if pooled.clean() and len(self._idle) < _POOL_SIZE:
                     self._idle.append(pooled)
             if not channel.done:
-                with anyio.CancelScope(shield=True):
+                # A listener's client may have stopped reading: its stream gets a
+                # moment to end, and is left as it is after that.
+                with anyio.move_on_after(_DROP_GRACE if listen else None, shield=True):
                     await channel.close()
 
     def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
@@ -200,6 +225,14 @@ class StatelessEndpoint:
                     return
                 continue
             await channel.keepalive(KEEPALIVE)
+
+
+def _refused_status(error_codes: list[int | None]) -> int:
+    """The status of the answer to a body the mirrored headers could not be checked
+    against (it is no valid request): 400 for its error."""
+    if len(error_codes) == 1 and error_codes[0] is not None:
+        return 400
+    return stateless_status(error_codes)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,0 +1,528 @@
+"""The ASGI app driven in process (no network), where a test needs a client that
+misbehaves at a precise moment: 2026-07-28 listeners that stop reading, listen
+streams under ``json_response``, bodies that are invalid under correct mirrored
+headers, and the 2024-11-05 HTTP+SSE endpoints (clients gone mid-body, failing token
+verifiers, the settings' revisions, clients that stop reading)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpspec.runtime import mirror
+from mcpspec.runtime.connection import Server
+from mcpspec.runtime.connection.http import HttpApp, HttpSettings, legacy, stateless
+from tests.test_http_app import (
+    META,
+    anyio_backend,  # noqa: F401 - a fixture
+    build_server,
+    request,
+    sse_messages,
+    stateless_call,
+    stateless_headers,
+)
+
+pytestmark = pytest.mark.anyio
+
+#: Bounds a wait that only a hang (the bug under test) reaches.
+GUARD = 5.0
+
+OnChunk = Callable[[bytes], Awaitable[None]]
+
+
+class Reply:
+    """What the app sent for one request."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.headers: dict[str, str] = {}
+        self.chunks: list[bytes] = []
+        self.complete = False
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def messages(self) -> list[dict[str, Any]]:
+        return sse_messages(self.body.decode())
+
+
+async def drive(
+    app: HttpApp,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    chunks: list[bytes],
+    *,
+    query: bytes = b"",
+    gone: anyio.Event | None = None,
+    truncated: bool = False,
+    on_chunk: OnChunk | None = None,
+) -> Reply:
+    """Call ``app`` with one request as an ASGI server would: the body in ``chunks``
+    (``truncated``: the client hangs up before its end), then ``http.disconnect`` once
+    ``gone`` is set. ``on_chunk`` sees each body chunk sent, and may hold the send (a
+    client that stops reading)."""
+    reply = Reply()
+    pending = list(chunks)
+    gone = gone if gone is not None else anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            chunk = pending.pop(0)
+            return {"type": "http.request", "body": chunk, "more_body": bool(pending) or truncated}
+        if not truncated:
+            await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        assert not reply.complete, f"a message after the response ended: {message}"
+        if message["type"] == "http.response.start":
+            reply.status = message["status"]
+            reply.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+            return
+        chunk = message.get("body", b"")
+        reply.chunks.append(chunk)
+        reply.complete = not message.get("more_body", False)
+        if on_chunk is not None:
+            await on_chunk(chunk)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": query,
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    await app(scope, receive, send)
+    return reply
+
+
+def modern(method: str, name: str | None = None) -> dict[str, str]:
+    """The headers of a 2026-07-28 POST."""
+    return {
+        **stateless_headers(method, name),
+        "host": "127.0.0.1:8000",
+        "content-type": "application/json",
+    }
+
+
+def encode(message: Any) -> bytes:
+    return json.dumps(message).encode()
+
+
+def listen_body(request_id: str, kinds: tuple[str, ...] = ("tools",)) -> bytes:
+    """A ``subscriptions/listen`` for the list changes of ``kinds``."""
+    wanted = {f"{kind}ListChanged": True for kind in kinds}
+    params = {"notifications": wanted, "_meta": dict(META)}
+    return encode(request("subscriptions/listen", params, request_id))  # type: ignore[arg-type]
+
+
+async def touch(app: HttpApp, request_id: int, kind: str | None = None) -> None:
+    """Call the tool that announces a list change (``touch``, or ``announce`` of
+    ``kind``); it must be answered."""
+    name, arguments = ("touch", {}) if kind is None else ("announce", {"kind": kind})
+    with anyio.fail_after(GUARD):
+        reply = await drive(
+            app,
+            "POST",
+            "/mcp",
+            modern("tools/call", name),
+            [encode(stateless_call(name, arguments, request_id))],
+        )
+    assert reply.status == 200
+    assert reply.json()["result"]["content"][0]["text"] == (kind or "touched")
+
+
+#: Three different changes: a client that takes none of them has two waiting (one
+#: more is held in its send), over a buffer of one.
+KINDS = ("tools", "prompts", "resources")
+
+
+def announcing_server() -> Server:
+    """A server that announces list changes of tools, prompts and resources."""
+    changed = {"listChanged": True}
+    server = Server(
+        "changes",
+        "1",
+        list_changed=True,
+        capabilities={"tools": changed, "prompts": changed, "resources": changed},
+    )
+
+    @server.tool()
+    async def announce(kind: str) -> str:
+        """Announce that the list of ``kind`` changed."""
+        notify = {
+            "tools": server.notify_tools_changed,
+            "prompts": server.notify_prompts_changed,
+            "resources": server.notify_resources_changed,
+        }
+        await notify[kind]()
+        return kind
+
+    return server
+
+
+# -- subscriptions/listen ------------------------------------------------------------------------
+
+
+async def test_a_listener_that_stops_reading_is_dropped_and_never_waited_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stateless, "_DROP_GRACE", 0.0)
+    server = announcing_server()
+    app = server.http_app(max_queued_messages=1)
+    acknowledged = {"stalled": anyio.Event(), "healthy": anyio.Event()}
+    healthy_changes: list[bytes] = []
+    received = anyio.Event()
+
+    async def stalled(chunk: bytes) -> None:
+        if b"acknowledged" in chunk:
+            acknowledged["stalled"].set()
+        else:
+            await anyio.sleep_forever()  # the client stopped reading
+
+    async def healthy(chunk: bytes) -> None:
+        nonlocal received
+        if b"acknowledged" in chunk:
+            acknowledged["healthy"].set()
+        elif b"list_changed" in chunk:
+            healthy_changes.append(chunk)
+            received.set()
+            received = anyio.Event()
+
+    leave = anyio.Event()
+    stalled_ended = anyio.Event()
+
+    async def listener(request_id: str, on_chunk: OnChunk) -> None:
+        await drive(
+            app,
+            "POST",
+            "/mcp",
+            modern("subscriptions/listen"),
+            [listen_body(request_id, KINDS)],
+            gone=leave,
+            on_chunk=on_chunk,
+        )
+        if request_id == "stalled":
+            stalled_ended.set()
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(listener, "stalled", stalled)
+        task_group.start_soon(listener, "healthy", healthy)
+        with anyio.fail_after(GUARD):
+            await acknowledged["stalled"].wait()
+            await acknowledged["healthy"].wait()
+        for request_id, kind in enumerate(KINDS):
+            arrived = received
+            await touch(app, request_id, kind)  # answered although a listener is stuck
+            with anyio.fail_after(GUARD):
+                await arrived.wait()
+        with anyio.fail_after(GUARD):
+            await stalled_ended.wait()  # dropped: its request ended
+        feeds = [c.feed for c in server._connections if c.feed is not None]
+        assert len(feeds) == 1 and not feeds[0].dropped  # only the healthy one is left
+        leave.set()
+    assert len(healthy_changes) == len(KINDS)
+
+
+async def test_a_burst_of_the_same_change_takes_one_place_in_a_listener_queue() -> None:
+    server, _ = build_server()
+    app = server.http_app(max_queued_messages=1)
+    acknowledged, changed, leave = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def on_chunk(chunk: bytes) -> None:
+        if b"acknowledged" in chunk:
+            acknowledged.set()
+        elif b"list_changed" in chunk:
+            changed.set()
+
+    async with anyio.create_task_group() as task_group:
+
+        async def listener() -> None:
+            reply = await drive(
+                app,
+                "POST",
+                "/mcp",
+                modern("subscriptions/listen"),
+                [listen_body("L")],
+                gone=leave,
+                on_chunk=on_chunk,
+            )
+            methods = [m["method"] for m in reply.messages()]
+            assert methods == [
+                "notifications/subscriptions/acknowledged",
+                "notifications/tools/list_changed",
+            ]
+
+        task_group.start_soon(listener)
+        with anyio.fail_after(GUARD):
+            await acknowledged.wait()
+        (connection,) = server._connections
+        assert connection.feed is not None
+        for _ in range(5):  # without a turn for the listener in between
+            await server.notify_tools_changed()
+        assert not connection.feed.dropped
+        with anyio.fail_after(GUARD):
+            await changed.wait()
+        leave.set()
+
+
+async def test_listen_under_json_response_is_an_sse_stream() -> None:
+    server, _ = build_server()
+    app = server.http_app(json_response=True)
+    acknowledged, changed, leave = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def on_chunk(chunk: bytes) -> None:
+        if b"acknowledged" in chunk:
+            acknowledged.set()
+        elif b"list_changed" in chunk:
+            changed.set()
+
+    async with anyio.create_task_group() as task_group:
+
+        async def listener() -> None:
+            reply = await drive(
+                app,
+                "POST",
+                "/mcp",
+                modern("subscriptions/listen"),
+                [listen_body("L")],
+                gone=leave,
+                on_chunk=on_chunk,
+            )
+            assert reply.status == 200
+            assert reply.headers["content-type"] == "text/event-stream"
+            methods = [m["method"] for m in reply.messages()]
+            assert methods == [
+                "notifications/subscriptions/acknowledged",
+                "notifications/tools/list_changed",
+            ]
+
+        task_group.start_soon(listener)
+        with anyio.fail_after(GUARD):
+            await acknowledged.wait()
+        await touch(app, 2)
+        with anyio.fail_after(GUARD):
+            await changed.wait()
+        leave.set()
+    # Other requests are still answered with JSON only.
+    body = stateless_call("steps", {"count": 2})
+    body["params"]["_meta"]["progressToken"] = "p"
+    reply = await drive(app, "POST", "/mcp", modern("tools/call", "steps"), [encode(body)])
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["result"]["content"][0]["text"] == "2 steps"
+
+
+# -- invalid bodies under correct headers --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "shape"),
+    [
+        ([1, 2], "params is an array"),
+        ({"name": "echo", "arguments": {"text": "x"}, "_meta": 7}, "_meta is a number"),
+    ],
+)
+async def test_an_invalid_body_is_refused_for_itself_not_as_a_header_mismatch(
+    params: Any, shape: str
+) -> None:
+    server, _ = build_server()
+    body = encode({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
+    reply = await drive(server.http_app(), "POST", "/mcp", modern("tools/call", "echo"), [body])
+    assert reply.status == 400, shape
+    answer = reply.json()
+    assert answer["error"]["code"] in (-32600, -32602), shape
+    assert answer["id"] == 5
+
+
+def test_check_headers_leaves_an_unreadable_body_to_the_caller() -> None:
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+    unreadable = encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []})
+    with pytest.raises(mirror.MirrorError):
+        mirror.check_headers(headers, unreadable)
+    # header_mismatch reports it, as before.
+    assert mirror.header_mismatch(headers, unreadable) is not None
+    readable = encode(request("tools/list", {"_meta": dict(META)}))
+    assert mirror.check_headers(headers, readable) is None
+    wrong = {**headers, "mcp-method": "prompts/list"}
+    assert "Mcp-Method" in (mirror.check_headers(wrong, readable) or "")
+
+
+# -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------------
+
+SSE_HEADERS = {"host": "127.0.0.1:8000", "accept": "text/event-stream"}
+MESSAGE_HEADERS = {"host": "127.0.0.1:8000", "content-type": "application/json"}
+
+
+class LegacyClient:
+    """A client of the HTTP+SSE endpoints: its GET stream runs in ``task_group``."""
+
+    def __init__(self, app: HttpApp, on_chunk: OnChunk | None = None) -> None:
+        self.app = app
+        self.gone = anyio.Event()
+        self.ended = anyio.Event()
+        self.session_id = ""
+        self.messages: list[dict[str, Any]] = []
+        self.arrived = anyio.Event()
+        self._connected = anyio.Event()
+        self._on_chunk = on_chunk
+
+    async def open(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Open the stream and learn the session id from its endpoint event."""
+
+        async def stream() -> None:
+            await drive(
+                self.app, "GET", "/sse", SSE_HEADERS, [b""], gone=self.gone, on_chunk=self._read
+            )
+            self.ended.set()
+
+        task_group.start_soon(stream)
+        with anyio.fail_after(GUARD):
+            await self._connected.wait()
+
+    async def _read(self, chunk: bytes) -> None:
+        text = chunk.decode()
+        if text.startswith("event: endpoint"):
+            data = text.split("data:", 1)[1].strip()
+            self.session_id = data.split("session_id=", 1)[1]
+            self._connected.set()
+            return
+        found = sse_messages(text)
+        if found:
+            self.messages.extend(found)
+            self.arrived.set()
+            self.arrived = anyio.Event()
+        if self._on_chunk is not None:
+            await self._on_chunk(chunk)
+
+    async def post(self, message: Any, *, truncated: bool = False) -> Reply:
+        data = encode(message)
+        chunks = [data[: len(data) // 2]] if truncated else [data]
+        return await drive(
+            self.app,
+            "POST",
+            "/messages",
+            MESSAGE_HEADERS,
+            chunks,
+            query=f"session_id={self.session_id}".encode(),
+            truncated=truncated,
+        )
+
+    async def next_message(self) -> dict[str, Any]:
+        with anyio.fail_after(GUARD):
+            while not self.messages:
+                await self.arrived.wait()
+        return self.messages.pop(0)
+
+    async def initialize(self, version: str) -> dict[str, Any]:
+        """Initialize; the result the server answered with."""
+        params = {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        assert (await self.post(request("initialize", params))).status == 202
+        answer = await self.next_message()
+        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await self.post(notice)).status == 202
+        # Messages are read in order: once the ping is answered, the session is ready.
+        assert (await self.post(request("ping", None, 2))).status == 202
+        assert (await self.next_message())["id"] == 2
+        result: dict[str, Any] = answer["result"]
+        return result
+
+
+async def test_a_client_gone_mid_body_on_the_message_endpoint_is_routine() -> None:
+    server, _ = build_server()
+    app = server.http_app(legacy_sse=True)
+    async with anyio.create_task_group() as task_group:
+        client = LegacyClient(app)
+        await client.open(task_group)
+        reply = await client.post(request("tools/list"), truncated=True)  # must not raise
+        assert reply.status is None  # nothing to answer: the client is gone
+        client.gone.set()
+
+
+async def test_an_oversized_body_on_the_message_endpoint_closes_the_connection() -> None:
+    server, _ = build_server()
+    app = server.http_app(legacy_sse=True, max_body_bytes=512)
+    async with anyio.create_task_group() as task_group:
+        client = LegacyClient(app)
+        await client.open(task_group)
+        reply = await client.post(request("tools/list", {"pad": "x" * 1024}))
+        assert reply.status == 413
+        assert reply.headers["connection"] == "close"  # the rest is not read
+        client.gone.set()
+
+
+async def test_a_failing_token_verifier_on_the_legacy_endpoints_is_a_500() -> None:
+    def verify(token: str) -> bool:
+        raise RuntimeError("the verifier is down")
+
+    server, _ = build_server()
+    app = server.http_app(legacy_sse=True, verify_token=verify)
+    auth = {"authorization": "Bearer t"}
+    for method, path, headers in (
+        ("GET", "/sse", SSE_HEADERS),
+        ("POST", "/messages", MESSAGE_HEADERS),
+    ):
+        reply = await drive(app, method, path, {**headers, **auth}, [b""])
+        assert reply.status == 500, path
+        assert reply.json()["error"]["code"] == -32603
+
+
+async def test_the_legacy_endpoints_serve_only_the_settings_revisions() -> None:
+    server, _ = build_server()
+    app = server.http_app(legacy_sse=True, revisions=("2025-11-25",))
+    async with anyio.create_task_group() as task_group:
+        client = LegacyClient(app)
+        await client.open(task_group)
+        result = await client.initialize("2024-11-05")
+        assert result["protocolVersion"] == "2025-11-25"
+        client.gone.set()
+
+
+def test_legacy_sse_needs_a_handshake_revision() -> None:
+    server, _ = build_server()
+    with pytest.raises(ValueError, match="legacy_sse"):
+        HttpApp(server, HttpSettings(legacy_sse=True, revisions=("2026-07-28",)))
+
+
+async def test_a_legacy_client_that_stops_reading_is_dropped_and_never_waited_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(legacy, "_DROP_GRACE", 0.0)
+    server = announcing_server()
+    app = server.http_app(legacy_sse=True, max_queued_messages=1)
+    stop_reading = False
+
+    async def stall(chunk: bytes) -> None:
+        if stop_reading:
+            await anyio.sleep_forever()  # the client stopped reading
+
+    async with anyio.create_task_group() as task_group:
+        client = LegacyClient(app, stall)
+        await client.open(task_group)
+        await client.initialize("2024-11-05")
+        stop_reading = True
+        for request_id, kind in enumerate(KINDS):
+            await touch(app, request_id, kind)  # answered although the client is stuck
+        with anyio.fail_after(GUARD):
+            await client.ended.wait()  # dropped: its stream ended
+        assert not server._connections
+        client.gone.set()

@@ -209,6 +209,23 @@ def kinds(messages: list[dict[str, Any]]) -> list[str]:
     return [m.get("method") or f"response {m.get('id')}" for m in messages]
 
 
+async def two_steps_streaming(
+    tg: anyio.abc.TaskGroup, app: Any, headers: dict[str, str], **options: Any
+) -> Exchange:
+    """POST a call of ``two_steps`` (id 7, with a progress token); return once its
+    first progress report arrived on the POST's stream."""
+    post = start(tg, app, "POST", headers, call("two_steps", 7, progress="p"), **options)
+    await post.wait_for(lambda e: len(e.messages()) == 1)
+    return post
+
+
+def resume(
+    tg: anyio.abc.TaskGroup, app: Any, headers: dict[str, str], last_event_id: str
+) -> Exchange:
+    """A GET resuming a stream after ``last_event_id``."""
+    return start(tg, app, "GET", get_headers(headers, **{"last-event-id": last_event_id}))
+
+
 class Steps:
     """A tool ``two_steps`` that reports progress 1, waits for ``first``, reports
     progress 2 (then sets ``second_sent``), waits for ``second``, answers."""
@@ -295,14 +312,13 @@ async def test_what_a_broken_post_stream_still_sends_is_kept_for_its_resumption(
         headers = await open_session(tg, app)
         standalone = start(tg, app, "GET", get_headers(headers))
         await standalone.wait_for(lambda e: e.status is not None)
-        post = start(tg, app, "POST", headers, call("two_steps", 7, progress="p"))
-        await post.wait_for(lambda e: len(e.messages()) == 1)
+        post = await two_steps_streaming(tg, app, headers)
         last_seen = post.event_ids()[-1]
         await post.close()
         steps.first.set()
         with anyio.fail_after(GUARD):
             await steps.second_sent.wait()
-        resumed = start(tg, app, "GET", get_headers(headers, **{"last-event-id": last_seen}))
+        resumed = resume(tg, app, headers, last_seen)
         await resumed.wait_for(lambda e: len(e.messages()) == 1)
         steps.second.set()
         await resumed.wait_for(lambda e: e.complete)
@@ -324,8 +340,7 @@ async def test_a_response_is_never_diverted_to_the_standalone_stream() -> None:
         headers = await open_session(tg, app)
         standalone = start(tg, app, "GET", get_headers(headers))
         await standalone.wait_for(lambda e: e.status is not None)
-        post = start(tg, app, "POST", headers, call("two_steps", 7, progress="p"))
-        await post.wait_for(lambda e: len(e.messages()) == 1)
+        post = await two_steps_streaming(tg, app, headers)
         await post.close()
         steps.first.set()
         steps.second.set()
@@ -345,14 +360,9 @@ async def test_a_get_resuming_a_live_post_stream_ends_after_the_response() -> No
     app = server.http_app()
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
-        post = start(
-            tg, app, "POST", headers, call("two_steps", 7, progress="p"), raise_on_closed=False
-        )
-        await post.wait_for(lambda e: len(e.messages()) == 1)
+        post = await two_steps_streaming(tg, app, headers, raise_on_closed=False)
         await post.close()
-        resumed = start(
-            tg, app, "GET", get_headers(headers, **{"last-event-id": post.event_ids()[-1]})
-        )
+        resumed = resume(tg, app, headers, post.event_ids()[-1])
         await resumed.wait_for(lambda e: e.status is not None)
         steps.first.set()
         steps.second.set()
@@ -381,14 +391,9 @@ async def test_events_sent_while_a_resume_replays_reach_the_resumed_stream() -> 
     app = server.http_app(event_store=SlowStore())
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
-        post = start(
-            tg, app, "POST", headers, call("two_steps", 7, progress="p"), raise_on_closed=False
-        )
-        await post.wait_for(lambda e: len(e.messages()) == 1)
+        post = await two_steps_streaming(tg, app, headers, raise_on_closed=False)
         await post.close()
-        resumed = start(
-            tg, app, "GET", get_headers(headers, **{"last-event-id": post.event_ids()[-1]})
-        )
+        resumed = resume(tg, app, headers, post.event_ids()[-1])
         with anyio.fail_after(GUARD):
             await steps.second_sent.wait()
         steps.second.set()
@@ -405,9 +410,7 @@ async def test_an_unknown_last_event_id_leaves_the_session_alive() -> None:
     app = server.http_app()
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
-        resumed = await start(
-            tg, app, "GET", get_headers(headers, **{"last-event-id": "nope.1"})
-        ).done()
+        resumed = await resume(tg, app, headers, "nope.1").done()
         assert resumed.status == 400
         assert resumed.json()["error"]["message"] == "Unknown Last-Event-ID"
         after = await start(tg, app, "POST", headers, call("echo", 2, text="x")).done()
@@ -447,8 +450,7 @@ async def test_a_streamed_request_whose_session_ends_gets_its_error_on_the_strea
     app = server.http_app()
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
-        post = start(tg, app, "POST", headers, call("two_steps", 7, progress="p"))
-        await post.wait_for(lambda e: len(e.messages()) == 1)
+        post = await two_steps_streaming(tg, app, headers)
         assert (await start(tg, app, "DELETE", headers).done()).status == 200
         await post.wait_for(lambda e: e.complete)
         messages = post.messages()

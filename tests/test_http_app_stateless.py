@@ -183,7 +183,7 @@ def announcing_server() -> Server:
 async def test_a_listener_that_stops_reading_is_dropped_and_never_waited_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(stateless, "_DROP_GRACE", 0.0)
+    monkeypatch.setattr(stateless, "DROP_GRACE", 0.0)
     server = announcing_server()
     app = server.http_app(max_queued_messages=1)
     acknowledged = {"stalled": anyio.Event(), "healthy": anyio.Event()}
@@ -240,86 +240,77 @@ async def test_a_listener_that_stops_reading_is_dropped_and_never_waited_on(
     assert len(healthy_changes) == len(KINDS)
 
 
+class Listener:
+    """One ``subscriptions/listen`` request (id ``L``), driven in a task by :meth:`run`:
+    ``acknowledged`` and ``changed`` are set when its stream brings the acknowledgement
+    and a change; ``leave`` makes its client go away; ``reply`` is its response."""
+
+    def __init__(self, app: HttpApp) -> None:
+        self.app = app
+        self.acknowledged, self.changed, self.leave = anyio.Event(), anyio.Event(), anyio.Event()
+        self.reply: Any = None
+
+    async def _on_chunk(self, chunk: bytes) -> None:
+        if b"acknowledged" in chunk:
+            self.acknowledged.set()
+        elif b"list_changed" in chunk:
+            self.changed.set()
+
+    async def run(self) -> None:
+        self.reply = await drive(
+            self.app,
+            "POST",
+            "/mcp",
+            modern("subscriptions/listen"),
+            [listen_body("L")],
+            gone=self.leave,
+            on_chunk=self._on_chunk,
+        )
+
+
 async def test_a_burst_of_the_same_change_takes_one_place_in_a_listener_queue() -> None:
     server, _ = build_server()
     app = server.http_app(max_queued_messages=1)
-    acknowledged, changed, leave = anyio.Event(), anyio.Event(), anyio.Event()
-
-    async def on_chunk(chunk: bytes) -> None:
-        if b"acknowledged" in chunk:
-            acknowledged.set()
-        elif b"list_changed" in chunk:
-            changed.set()
-
+    listener = Listener(app)
     async with anyio.create_task_group() as task_group:
-
-        async def listener() -> None:
-            reply = await drive(
-                app,
-                "POST",
-                "/mcp",
-                modern("subscriptions/listen"),
-                [listen_body("L")],
-                gone=leave,
-                on_chunk=on_chunk,
-            )
-            methods = [m["method"] for m in reply.messages()]
-            assert methods == [
-                "notifications/subscriptions/acknowledged",
-                "notifications/tools/list_changed",
-            ]
-
-        task_group.start_soon(listener)
+        task_group.start_soon(listener.run)
         with anyio.fail_after(GUARD):
-            await acknowledged.wait()
+            await listener.acknowledged.wait()
         (connection,) = server._connections
         assert connection.feed is not None
         for _ in range(5):  # without a turn for the listener in between
             await server.notify_tools_changed()
         assert not connection.feed.dropped
         with anyio.fail_after(GUARD):
-            await changed.wait()
-        leave.set()
+            await listener.changed.wait()
+        listener.leave.set()
+    methods = [m["method"] for m in listener.reply.messages()]
+    assert methods == [
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+    ]
 
 
 async def test_listen_under_json_response_is_an_sse_stream() -> None:
     server, _ = build_server()
     app = server.http_app(json_response=True)
-    acknowledged, changed, leave = anyio.Event(), anyio.Event(), anyio.Event()
-
-    async def on_chunk(chunk: bytes) -> None:
-        if b"acknowledged" in chunk:
-            acknowledged.set()
-        elif b"list_changed" in chunk:
-            changed.set()
-
+    listener = Listener(app)
     async with anyio.create_task_group() as task_group:
-
-        async def listener() -> None:
-            reply = await drive(
-                app,
-                "POST",
-                "/mcp",
-                modern("subscriptions/listen"),
-                [listen_body("L")],
-                gone=leave,
-                on_chunk=on_chunk,
-            )
-            assert reply.status == 200
-            assert reply.headers["content-type"] == "text/event-stream"
-            methods = [m["method"] for m in reply.messages()]
-            assert methods == [
-                "notifications/subscriptions/acknowledged",
-                "notifications/tools/list_changed",
-            ]
-
-        task_group.start_soon(listener)
+        task_group.start_soon(listener.run)
         with anyio.fail_after(GUARD):
-            await acknowledged.wait()
+            await listener.acknowledged.wait()
         await touch(app, 2)
         with anyio.fail_after(GUARD):
-            await changed.wait()
-        leave.set()
+            await listener.changed.wait()
+        listener.leave.set()
+    reply = listener.reply
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "text/event-stream"
+    methods = [m["method"] for m in reply.messages()]
+    assert methods == [
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+    ]
     # Other requests are still answered with JSON only.
     body = stateless_call("steps", {"count": 2})
     body["params"]["_meta"]["progressToken"] = "p"
@@ -506,7 +497,7 @@ def test_legacy_sse_needs_a_handshake_revision() -> None:
 async def test_a_legacy_client_that_stops_reading_is_dropped_and_never_waited_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(legacy, "_DROP_GRACE", 0.0)
+    monkeypatch.setattr(legacy, "DROP_GRACE", 0.0)
     server = announcing_server()
     app = server.http_app(legacy_sse=True, max_queued_messages=1)
     stop_reading = False

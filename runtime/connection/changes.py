@@ -58,6 +58,9 @@ _CLASSES: Final[Mapping[str, str]] = {
 }
 
 
+#: How long the stream of a client dropped for not reading gets to end (seconds).
+DROP_GRACE: Final = 5.0
+
 #: What tells two change notifications apart: method, resource, subscription.
 _Key = tuple[str, str | None, RequestId | None]
 

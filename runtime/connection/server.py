@@ -295,7 +295,22 @@ class Server:
     async def serve(self, stream: MessageStream, *, linger: float = 5.0) -> None:
         """Serve one connection over ``stream`` until it ends (then the requests in
         flight get ``linger`` seconds to finish). Closes the stream."""
-        connection = _Connection(self)
+        await self._serve(stream, linger=linger)
+
+    async def _serve(
+        self,
+        stream: MessageStream,
+        *,
+        linger: float,
+        revisions: tuple[str, ...] | None = None,
+        feed_buffer: int | None = None,
+        on_overflow: Callable[[], object] | None = None,
+    ) -> None:
+        """:meth:`serve`, accepting only ``revisions`` when given; with ``feed_buffer``
+        the change feed never waits on the client (this task sends what it queues, and
+        ``on_overflow`` is called when the client falls behind: it must end the stream
+        without waiting)."""
+        connection = _Connection(self, self.session(revisions))
         peer = Peer(
             connection.session,
             stream,
@@ -304,11 +319,18 @@ class Server:
             linger=linger,
         )
         connection.peer = peer
-        connection.feed = ChangeFeed(peer)
+        connection.feed = feed = ChangeFeed(peer, buffer=feed_buffer)
+        feed.on_overflow = on_overflow
         self._connections.add(connection)
         try:
             async with peer:
-                await peer.wait_closed()
+                if feed_buffer is None:
+                    await peer.wait_closed()
+                    return
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(feed.pump)
+                    await peer.wait_closed()
+                    task_group.cancel_scope.cancel()
         finally:
             self._connections.discard(connection)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,7 +27,7 @@ from mcpspec.runtime.negotiation import is_stateless
 
 from ..changes import ChangeFeed
 from ..errors import RequestError
-from ..peer import Peer
+from ..peer import HandedBack, Peer
 from .asgi import Send, respond, start_response
 from .routing import ROUTE, Channel, ChannelStream, is_request
 from .security import Refusal, check_accept
@@ -188,7 +189,12 @@ class HandshakeEndpoint:
         send: Send,
         headers: dict[str, str],
         carried: RequestId | None = None,
+        admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
     ) -> None:
+        """Feed a POST's body to ``session`` with the POST's channel as the route of
+        what answers it. ``admit`` (``initialize``) sees the handed-back answer before
+        it is sent and says whether the session is kept; a session not kept ends once
+        the response is over."""
         peer = session.peer
         assert peer is not None
         channel = self._channel(send, session, headers, carried)
@@ -211,7 +217,10 @@ class HandshakeEndpoint:
                     owners[request_id] = channel
         finally:
             ROUTE.reset(token)
+        admitted = False
         try:
+            if admit is not None:
+                admitted = await admit(answer)
             if answer is not None:
                 await channel.answer(*answer)
             if owners:
@@ -230,9 +239,12 @@ class HandshakeEndpoint:
                     del owners[request_id]
             # Idle time counts from the end of the session's last POST.
             session.last_active = time.monotonic()
-            if not channel.done:
+            if not channel.done or (admit is not None and not admitted):
                 with anyio.CancelScope(shield=True):
-                    await channel.close()
+                    if not channel.done:
+                        await channel.close()
+                    if admit is not None and not admitted:
+                        await session.end()
 
     async def _initialize(self, body: bytes, send: Send) -> None:
         from ..server import _Connection
@@ -262,32 +274,17 @@ class HandshakeEndpoint:
         # The session is kept, and its id sent, only once initialize succeeded: a
         # refused one must not take (or free by eviction) a place of the table.
         headers: dict[str, str] = {}
-        channel = self._channel(send, session, headers)
-        session.live[channel.stream_id] = channel
-        opened = False
-        try:
-            token = ROUTE.set((session.stream, channel))
-            try:
-                events, answer = await peer.feed_request(body)
-            finally:
-                ROUTE.reset(token)
-            opened = answer is not None and answer.error_code is None
-            if opened:
-                headers["mcp-session-id"] = session_id
-                for evicted in self.app.sessions.add(session):
-                    logger.info("session %s ended to make room", evicted.id[:8])
-                    await evicted.end()
-            if answer is not None:
-                await channel.answer(*answer)
-            if not channel.done:
-                await settle(channel, events)
-        finally:
-            session.live.pop(channel.stream_id, None)
-            with anyio.CancelScope(shield=True):
-                if not channel.done:
-                    await channel.close()
-                if not opened:
-                    await session.end()
+
+        async def admit(answer: HandedBack | None) -> bool:
+            if answer is None or answer.error_code is not None:
+                return False
+            headers["mcp-session-id"] = session_id
+            for evicted in self.app.sessions.add(session):
+                logger.info("session %s ended to make room", evicted.id[:8])
+                await evicted.end()
+            return True
+
+        await self._feed_session(session, body, send, headers, admit=admit)
 
     async def _run_session(
         self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import collections
 import urllib.parse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from ..changes import ChangeFeed
+from ..changes import DROP_GRACE
 from ..errors import ConnectionClosed
-from ..peer import Peer
 from .asgi import (
     BodyTooLarge,
     Receive,
@@ -47,8 +45,6 @@ __all__ = ["LegacySse", "LegacyStream"]
 
 #: How many POSTed messages a connection holds before its reader takes them.
 _INBOX: Final = 256
-#: How long the stream of a client dropped for not reading gets to end (seconds).
-_DROP_GRACE = 5.0
 
 
 class LegacyStream:
@@ -165,46 +161,24 @@ class LegacySse:
                     task_group.cancel_scope.cancel()
 
                 task_group.start_soon(watch)
-                await self._serve(stream, drop)
+                # The settings' handshake revisions only; a feed that never waits
+                # on a client that does not read (it is dropped instead).
+                await self.app.server._serve(
+                    stream,
+                    linger=1.0,
+                    revisions=self.app.handshake_revisions,
+                    feed_buffer=self.app.settings.max_queued_messages,
+                    on_overflow=drop,
+                )
                 task_group.cancel_scope.cancel()
             if dropped.is_set():
                 # The client stopped reading: end its stream if it takes the end soon.
-                with anyio.move_on_after(_DROP_GRACE):
+                with anyio.move_on_after(DROP_GRACE):
                     await send({"type": "http.response.body", "body": b""})
         except OSError:
             pass
         finally:
             self._streams.pop(session_id, None)
-
-    async def _serve(self, stream: LegacyStream, drop: Callable[[], None]) -> None:
-        """Serve one connection over ``stream`` until it ends, as ``Server.serve`` does,
-        but accepting only the handshake revisions the app serves, and with a change
-        feed that never waits on the client: one that falls behind is dropped (``drop``
-        must end the stream at once, without waiting)."""
-        from ..server import _Connection
-
-        app = self.app
-        server = app.server
-        connection = _Connection(server, server.session(app.handshake_revisions))
-        peer = Peer(
-            connection.session,
-            stream,
-            request_handler=connection.dispatch,
-            notification_handler=connection.on_notification,
-            linger=1.0,
-        )
-        connection.peer = peer
-        feed = ChangeFeed(peer, buffer=app.settings.max_queued_messages)
-        feed.on_overflow = drop
-        connection.feed = feed
-        server._connections.add(connection)
-        try:
-            async with peer, anyio.create_task_group() as task_group:
-                task_group.start_soon(feed.pump)
-                await peer.wait_closed()
-                task_group.cancel_scope.cancel()
-        finally:
-            server._connections.discard(connection)
 
     async def _message(
         self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send

@@ -28,7 +28,7 @@ from mcpspec.runtime import mirror
 from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
-from ..changes import ChangeFeed
+from ..changes import DROP_GRACE, ChangeFeed
 from ..peer import Peer, new_cancel_scope
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
@@ -43,8 +43,6 @@ __all__ = ["StatelessEndpoint"]
 
 #: How many free 2026-07-28 connections an app keeps.
 _POOL_SIZE: Final = 64
-#: How long the stream of a listener dropped for not reading gets to end (seconds).
-_DROP_GRACE = 5.0
 
 
 class _StatelessConnection:
@@ -204,7 +202,7 @@ class StatelessEndpoint:
             if not channel.done:
                 # A listener's client may have stopped reading: its stream gets a
                 # moment to end, and is left as it is after that.
-                with anyio.move_on_after(_DROP_GRACE if listen else None, shield=True):
+                with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
                     await channel.close()
 
     def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:

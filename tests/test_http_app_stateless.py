@@ -341,6 +341,36 @@ async def test_an_invalid_body_is_refused_for_itself_not_as_a_header_mismatch(
     assert answer["id"] == 5
 
 
+async def test_mcp_param_headers_follow_the_tools_schema_as_it_is_now() -> None:
+    server, _ = build_server()
+    app = server.http_app()
+    body = encode(stateless_call("echo", {"text": "hi"}))
+
+    async def status(**params: str) -> int:
+        headers = modern("tools/call", "echo")
+        headers.update({f"mcp-param-{name}": value for name, value in params.items()})
+        reply = await drive(app, "POST", "/mcp", headers, [body])
+        assert reply.status is not None
+        return reply.status
+
+    assert await status() == 200  # no annotation yet: nothing to mirror
+    # Edited in place after the tool was called: the edit counts.
+    server.tools["echo"].input_schema["properties"]["text"]["x-mcp-header"] = "Text"
+    assert await status() == 400
+    assert await status(text="hi") == 200
+    assert await status(text="other") == 400
+    # A schema assigned whole counts too.
+    schema = json.loads(json.dumps(server.tools["echo"].input_schema))
+    del schema["properties"]["text"]["x-mcp-header"]
+    server.tools["echo"].input_schema = schema
+    assert await status() == 200
+    # Annotations that break a rule: a client sends no header for the tool.
+    schema["properties"]["text"]["x-mcp-header"] = "Bad Name"
+    server.tools["echo"].input_schema = schema
+    assert server.tools["echo"].param_headers == ()
+    assert await status() == 200
+
+
 def test_check_headers_leaves_an_unreadable_body_to_the_caller() -> None:
     headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     unreadable = encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []})

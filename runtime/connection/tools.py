@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from ..mirror import MirrorError, ParamHeader, param_headers
 from .context import RequestContext
 
 __all__ = ["Tool", "ToolError"]
@@ -72,7 +73,8 @@ class Tool:
         self.fn = fn
         self.name = name
         self.arguments = arguments
-        self.input_schema = _input_schema(arguments)
+        self._input_schema = _input_schema(arguments)
+        self._param_headers: tuple[ParamHeader, ...] | None = None
         self.description = description
         self.title = title
         self.annotations = dict(annotations) if annotations is not None else None
@@ -131,9 +133,33 @@ class Tool:
             annotations=annotations,
         )
 
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The tool's ``inputSchema`` (wire form): edit it in place or assign another."""
+        # Whoever reads the schema may edit it: its annotations are read again.
+        self._param_headers = None
+        return self._input_schema
+
+    @input_schema.setter
+    def input_schema(self, schema: dict[str, Any]) -> None:
+        self._input_schema = schema
+        self._param_headers = None
+
+    @property
+    def param_headers(self) -> tuple[ParamHeader, ...]:
+        """The ``x-mcp-header`` annotations of the input schema, which a 2026-07-28
+        client mirrors as ``Mcp-Param-*`` headers; none when they break a rule (a client
+        drops such a tool, and sends no header for it)."""
+        if self._param_headers is None:
+            try:
+                self._param_headers = param_headers(self._input_schema)
+            except MirrorError:
+                self._param_headers = ()
+        return self._param_headers
+
     def definition(self) -> dict[str, Any]:
         """The tool as ``tools/list`` lists it (wire form)."""
-        out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
+        out: dict[str, Any] = {"name": self.name, "inputSchema": self._input_schema}
         if self.title is not None:
             out["title"] = self.title
         if self.description is not None:

@@ -17,7 +17,6 @@ more than ``max_queued_messages`` pile up is dropped: its stream ends.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -208,9 +207,7 @@ class StatelessEndpoint:
     def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
         """The ``x-mcp-header`` annotations of the server's tool ``name``."""
         tool = self.app.server.tools.get(name)
-        if tool is None:
-            return ()
-        return _tool_headers(tool)
+        return () if tool is None else tool.param_headers
 
     async def _watch(self, receive: Receive, channel: Channel, scope: anyio.CancelScope) -> None:
         """Cancel the request when its client goes away (2026-07-28: closing the
@@ -231,13 +228,3 @@ def _refused_status(error_codes: list[int | None]) -> int:
     if len(error_codes) == 1 and error_codes[0] is not None:
         return 400
     return stateless_status(error_codes)
-
-
-@functools.lru_cache(maxsize=1024)
-def _tool_headers(tool: Any) -> tuple[mirror.ParamHeader, ...]:
-    """A tool's ``x-mcp-header`` annotations (none when they are invalid: a client
-    drops such a tool, and sends no ``Mcp-Param`` header for it)."""
-    try:
-        return mirror.param_headers(tool.input_schema)
-    except mirror.MirrorError:
-        return ()

@@ -45,6 +45,11 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     #: records a session keeps. Beyond it a request that asks for progress is refused;
     #: sending a request beyond it locally raises ``LimitError``.
     max_progress_tokens: int = 1024
+    #: The most resources a client subscribes to (``resources/subscribe``) on one
+    #: connection of the connection layer's ``Server``; their URIs together are held to
+    #: ``max_message_bytes`` characters as well. Beyond either, a subscription is refused
+    #: (-32600) and not kept.
+    max_subscriptions: int = 1024
 
     def __post_init__(self) -> None:
         for name in self.__struct_fields__:

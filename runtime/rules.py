@@ -167,7 +167,7 @@ RULES: Final[dict[Rule, RuleInfo]] = {
     Rule.LIMIT_EXCEEDED: RuleInfo(
         _R,
         "input stays within the session's limits: message size, batch members, requests in "
-        "flight, progress tokens (see Limits)",
+        "flight, progress tokens, resource subscriptions (see Limits)",
     ),
     Rule.SESSION_CLOSED: RuleInfo(_R, "nothing is exchanged after the session closed"),
     Rule.WRONG_REVISION: RuleInfo(

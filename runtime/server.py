@@ -57,6 +57,8 @@ class ServerNegotiation:
         self._stateless_accepted = tuple(r for r in accepted if r in STATELESS_REVISIONS)
         #: The version the initialize result must name, once initialize arrived.
         self.answer_version: str | None = None
+        #: The id of the initialize being negotiated (a second one is refused alone).
+        self._initialize_id: RequestId | None = None
         self._client_capabilities_typed: Any = None
 
     # -- receiving ----------------------------------------------------------------------
@@ -73,6 +75,7 @@ class ServerNegotiation:
                 return [violations.out_of_phase("initialize", message.id)]
             events = on_request(message)
             if isinstance(events[0], RequestReceived):
+                self._initialize_id = message.id
                 self._initialize_received(message.params)
             return events
 
@@ -183,8 +186,9 @@ class ServerNegotiation:
             self._session._declare(as_json(result.capabilities))
 
     def refusing(self, record: IncomingRequest) -> None:
-        """An initialize refused: the client may try again."""
-        if self._life.phase is Phase.INITIALIZING:
+        """The initialize being negotiated refused: the client may try again. (A
+        refused second initialize leaves the first one's handshake as it is.)"""
+        if self._life.phase is Phase.INITIALIZING and record.id == self._initialize_id:
             self._life.fire(Trigger.SEND_INITIALIZE_ERROR)
             self.answer_version = None
             self._terms.peer_caps = None

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpspec.runtime import NotificationReceived
-from mcpspec.runtime.connection import Peer, RequestContext, Server
+from mcpspec.runtime import Limits, NotificationReceived
+from mcpspec.runtime.connection import Peer, RequestContext, RequestError, Server
 
 from .connection_kit import anyio_backend, connected, list_tools  # noqa: F401 - a fixture
 
@@ -83,6 +83,46 @@ async def test_changes_on_the_connection_in_a_handshake_revision() -> None:
         await server.notify_resource_updated("test://a")
         await inbox.synced(client)
         assert len(inbox.received) == 2
+
+
+async def test_subscriptions_are_bounded_by_the_limits() -> None:
+    limits = Limits(max_subscriptions=2, max_message_bytes=2048)
+    server = make_server(subscribe=True, limits=limits)
+    inbox = Inbox()
+    async with connected(server, "2025-11-25", notification_handler=inbox) as client:
+        t = client.session.types
+
+        async def subscribe(uri: str, *, undo: bool = False) -> None:
+            if undo:
+                params = t.UnsubscribeRequestParams(uri=uri)
+                await client.request(t.UnsubscribeRequest(id=client.next_id(), params=params))
+                return
+            params = t.SubscribeRequestParams(uri=uri)
+            await client.request(t.SubscribeRequest(id=client.next_id(), params=params))
+
+        await subscribe("test://a")
+        await subscribe("test://b")
+        await subscribe("test://a")  # kept already: no second place
+        with pytest.raises(RequestError) as refused:
+            await subscribe("test://c")
+        assert refused.value.code == -32600
+        assert refused.value.error.data["rule"] == "limit-exceeded"
+        assert "max_subscriptions=2" in refused.value.error.data["reason"]
+        await subscribe("test://a", undo=True)
+        await subscribe("test://c")
+        await subscribe("test://b", undo=True)
+        await subscribe("test://c", undo=True)
+        # The URIs together are held to max_message_bytes characters.
+        await subscribe("test://" + "x" * 1500)
+        with pytest.raises(RequestError) as refused:
+            await subscribe("test://" + "y" * 600)
+        assert "max_message_bytes=2048" in refused.value.error.data["reason"]
+        await subscribe("test://c")
+        # The connection goes on; what was refused is not kept.
+        await server.notify_resource_updated("test://" + "y" * 600)
+        await server.notify_resource_updated("test://c")
+        await inbox.synced(client)
+        assert [e.notification.params.uri for e in inbox.received] == ["test://c"]
 
 
 async def test_without_list_changed_nothing_is_sent() -> None:

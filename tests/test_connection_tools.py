@@ -129,3 +129,8 @@ async def test_declared_tools_are_listed_and_called(revision: str) -> None:
         with pytest.raises(RequestError) as caught:
             await client.request(call_tool(client, "nope"))
         assert caught.value.code == -32602
+        # The name is the client's text: the error names it, cut short.
+        with pytest.raises(RequestError) as caught:
+            await client.request(call_tool(client, "n" * 100_000))
+        reason = caught.value.error.data["reason"]
+        assert reason.startswith("unknown tool 'nnn") and len(reason) < 600

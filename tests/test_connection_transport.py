@@ -86,6 +86,15 @@ async def test_a_line_over_the_limit_within_one_chunk_is_refused() -> None:
     assert await _all(stream) == ["too large: 150", b"ok"]
 
 
+@pytest.mark.parametrize("cut", [100, 101, 102], ids=["before-cr", "between-cr-lf", "after-lf"])
+async def test_a_line_at_the_limit_ending_in_crlf_is_taken_however_reads_split_it(
+    cut: int,
+) -> None:
+    data = b"x" * 100 + b"\r\nok\n"
+    stream = await _framed([data[:cut], data[cut:]], max_message_size=100, read_size=1000)
+    assert await _all(stream) == [b"x" * 100, b"ok"]
+
+
 class _Endless(ByteReceiveStream):
     """A byte stream of one huge line (then ``ok``), which records the framed stream's
     buffer size at every read."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 import mcpspec
@@ -256,6 +257,22 @@ def test_refused_initialize_lets_the_client_retry(revision: str) -> None:
     retry = ClientSession(mode=revision)
     only(server.receive(retry.start()), RequestReceived)
     assert server.phase is Phase.INITIALIZING
+
+
+@pytest.mark.parametrize("revision", HANDSHAKE)
+def test_a_second_initialize_refused_before_the_first_is_answered_leaves_it_be(
+    revision: str,
+) -> None:
+    client, server, request = _started(revision)
+    again = mcpspec_init(revision)
+    again.id = 2
+    violation = only(server.receive(wire(msgspec.to_builtins(again))), ProtocolViolation)
+    assert violation.rule is Rule.ALREADY_INITIALIZED and violation.response is not None
+    server.send(violation.response)
+    assert server.phase is Phase.INITIALIZING
+    answer = server.answer(request.request_id, server.initialize_result())
+    ready = only(client.receive(answer), SessionReady)
+    assert ready.revision == revision
 
 
 @pytest.mark.parametrize("revision", HANDSHAKE)

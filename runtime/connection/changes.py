@@ -27,9 +27,11 @@ import anyio
 import msgspec
 
 from mcpspec.runtime.envelope import RequestId
+from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.misuse import LocalProtocolError
+from mcpspec.runtime.rules import Rule
 
-from .errors import ConnectionClosed
+from .errors import ConnectionClosed, RequestError
 
 if TYPE_CHECKING:
     from mcpspec.runtime.server import ServerSession
@@ -94,6 +96,8 @@ class ChangeFeed:
         self._peer = peer
         #: Resources the client subscribed to with ``resources/subscribe``.
         self.subscribed: set[str] = set()
+        #: The characters of the URIs in ``subscribed``.
+        self._subscribed_size = 0
         #: Open ``subscriptions/listen`` requests: their agreed filters, by id.
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self._buffer = buffer
@@ -110,6 +114,32 @@ class ChangeFeed:
         #: Called (once, in the announcer's task: it must not block) when the feed is
         #: dropped; it should end the client's stream.
         self.on_overflow: Callable[[], object] | None = None
+
+    def subscribe(self, uri: str) -> None:
+        """Keep the client's subscription to ``uri``. Raises :class:`RequestError`
+        (-32600, rule ``limit-exceeded``) beyond the session's ``max_subscriptions``, or
+        when the URIs kept would pass ``max_message_bytes`` characters together."""
+        if uri in self.subscribed:
+            return
+        limits = self._peer.session.limits
+        if len(self.subscribed) >= limits.max_subscriptions:
+            raise _over_limit(
+                f"{len(self.subscribed)} resources are subscribed to: over the limit "
+                f"max_subscriptions={limits.max_subscriptions}"
+            )
+        if self._subscribed_size + len(uri) > limits.max_message_bytes:
+            raise _over_limit(
+                f"the subscribed URIs would hold {self._subscribed_size + len(uri)} "
+                f"characters: over the limit max_message_bytes={limits.max_message_bytes}"
+            )
+        self.subscribed.add(uri)
+        self._subscribed_size += len(uri)
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the client's subscription to ``uri`` (none: nothing to do)."""
+        if uri in self.subscribed:
+            self.subscribed.remove(uri)
+            self._subscribed_size -= len(uri)
 
     async def acknowledge(self, request_id: RequestId, agreed: dict[str, Any]) -> None:
         """Acknowledge the listen request ``request_id`` with the filter ``agreed``
@@ -196,3 +226,11 @@ class ChangeFeed:
             pass
         except LocalProtocolError as exc:  # the session refused it: report, go on
             logger.warning("a change notification was not sent: %s", exc)
+
+
+def _over_limit(reason: str) -> RequestError:
+    """The error of a subscription beyond a limit, shaped as the session's own."""
+    return RequestError.of(
+        ErrorCode.INVALID_REQUEST,
+        data={"rule": Rule.LIMIT_EXCEEDED.value, "path": "$.params.uri", "reason": reason},
+    )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET
 
 from mcpspec.runtime.envelope import ErrorObject, RequestId
-from mcpspec.runtime.errors import ERROR_MESSAGES, ErrorCode
+from mcpspec.runtime.errors import ERROR_MESSAGES, ErrorCode, clip
 
 if TYPE_CHECKING:
     from mcpspec.runtime.events import NegotiationFailed, ProtocolViolation
@@ -82,13 +82,15 @@ class RequestError(Exception):
 
     @classmethod
     def method_not_found(cls, method: str) -> RequestError:
-        """-32601 for a method this side does not handle."""
-        return cls.of(ErrorCode.METHOD_NOT_FOUND, data={"method": method})
+        """-32601 for a method this side does not handle (the method's name cut to
+        :data:`~mcpspec.runtime.errors.MAX_ECHO` characters: it is the peer's text)."""
+        return cls.of(ErrorCode.METHOD_NOT_FOUND, data={"method": clip(method)})
 
     @classmethod
     def invalid_params(cls, reason: str) -> RequestError:
-        """-32602 with ``reason``."""
-        return cls.of(ErrorCode.INVALID_PARAMS, data={"reason": reason})
+        """-32602 with ``reason`` (cut to :data:`~mcpspec.runtime.errors.MAX_ECHO`
+        characters, as the peer's text it may quote must not make the answer grow)."""
+        return cls.of(ErrorCode.INVALID_PARAMS, data={"reason": clip(reason)})
 
     @property
     def code(self) -> int:

@@ -108,6 +108,10 @@ _NOT_AN_ANSWER: Final = frozenset(
 )
 
 
+#: Seconds a handler cancelled as the connection ends has to end before the stream is
+#: closed under it (it is then stuck writing to a peer that does not read).
+STUCK_GRACE: Final = 1.0
+
 #: The class of anyio's cancel scopes on the asyncio loop last asked about (weakly).
 _scope_class: tuple[weakref.ref[asyncio.AbstractEventLoop], type[anyio.CancelScope]] | None = None
 
@@ -227,6 +231,8 @@ class Peer(Generic[S]):
         self._ended = anyio.Event()
         self._closed = False
         self._close_reason = "the connection is closed"
+        #: Set once the linger is over and the handlers left are being cancelled.
+        self._abandoning = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -546,12 +552,22 @@ class Peer(Generic[S]):
 
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
-        cancel them."""
+        cancel them (each is answered with an error: see :meth:`_handle`). A handler
+        that outlives its cancellation by :data:`STUCK_GRACE` seconds is stuck in a
+        write the peer does not read: the stream is closed, which fails the write."""
         with anyio.move_on_after(self.linger):
             while self._handling:
                 await self._handler_ended()
+        if not self._handling:
+            return
+        self._abandoning = True
         for scope in list(self._handling.values()):
             scope.cancel()
+        with anyio.move_on_after(STUCK_GRACE):
+            while self._handling:
+                await self._handler_ended()
+        if self._handling:
+            await self.aclose("the peer does not read what is written")
         while self._handling:
             await self._handler_ended()
 
@@ -735,6 +751,10 @@ class Peer(Generic[S]):
                 ):
                     return self._encode_answer(event, answer)
                 await self._send_answer(event, answer)
+            if self._abandoning and request_id in self.session.unanswered:
+                # Cancelled as the connection ends: the peer hears why, and the other
+                # answers of its batch are no longer held for this one.
+                await self._send_answer(event, _abandoned(request_id))
         except Exception as exc:
             if self._loop is None:
                 raise
@@ -818,6 +838,18 @@ class Peer(Generic[S]):
                 await self._answer(_internal_error(answer.id, exc))
         except ConnectionClosed:
             pass
+
+
+def _abandoned(request_id: RequestId) -> ErrorResponse:
+    """-32603 for a request whose handler was cancelled as the connection ended."""
+    return ErrorResponse(
+        id=request_id,
+        error=ErrorObject(
+            code=int(ErrorCode.INTERNAL_ERROR),
+            message="Internal error",
+            data={"reason": "the connection ended before the request was answered"},
+        ),
+    )
 
 
 def _internal_error(request_id: RequestId, exc: BaseException) -> ErrorResponse:

@@ -36,6 +36,7 @@ import msgspec
 from msgspec import UNSET
 
 import mcpspec
+from mcpspec.runtime.errors import show
 from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
 from mcpspec.runtime.server import ServerSession
@@ -221,7 +222,7 @@ class Server:
         params = request.params
         tool = self._tools.get(params.name)
         if tool is None:
-            raise RequestError.invalid_params(f"unknown tool {params.name!r}")
+            raise RequestError.invalid_params(f"unknown tool {show(params.name)}")
         arguments = params.arguments
         return await tool.call(None if arguments is msgspec.UNSET else arguments, ctx)
 
@@ -455,9 +456,9 @@ class _Connection:
             assert feed is not None
             uri = event.request.params.uri
             if method == "resources/subscribe":
-                feed.subscribed.add(uri)
+                feed.subscribe(uri)
             else:
-                feed.subscribed.discard(uri)
+                feed.unsubscribe(uri)
             return session.types.EmptyResult()
         if method == "subscriptions/listen" and (server.list_changed or server.subscribe):
             assert feed is not None and self.peer is not None

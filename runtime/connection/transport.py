@@ -132,7 +132,8 @@ class NewlineFramedStream:
                 if not line or line.isspace():
                     continue
                 return line
-            if len(buffer) > limit:
+            # A trailing CR may be the first half of the line's CRLF: not counted yet.
+            if len(buffer) - (buffer[-1:] == b"\r") > limit:
                 raise MessageTooLarge(await self._skip_line(), limit)
             self._scanned = len(buffer)
             chunk = await self._read()

@@ -112,6 +112,14 @@ class Session:
         :meth:`Receiver.receive <mcpspec.runtime.inbound.Receiver.receive>`)."""
         return self._receiver.receive(data)
 
+    def receive_unread(self, head: bytes, reason: str) -> list[Event] | None:
+        """For a transport that skipped a message too large to read: when ``head`` (its
+        first bytes) reads as the response to a request of this side, the events that
+        end that request (a violation with rule ``limit-exceeded`` and ``reason``);
+        else ``None`` (see :meth:`Receiver.unread_response
+        <mcpspec.runtime.inbound.Receiver.unread_response>`)."""
+        return self._receiver.unread_response(head, reason)
+
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` after checking it against every rule the session
         keeps (see :meth:`Sender.send <mcpspec.runtime.outbound.Sender.send>`)."""

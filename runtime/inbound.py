@@ -30,7 +30,7 @@ from .capabilities import MODE_DEPENDENT, Path, as_json
 from .checks import IGNORED, MessageRule, SenderView, first_problem, token_problem
 from .codec import DECODE_FAILURES, envelope_decoder
 from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
-from .errors import InvalidMessage, clip, show
+from .errors import ErrorCode, InvalidMessage, clip, show
 from .events import (
     ErrorReceived,
     Event,
@@ -47,6 +47,7 @@ from .parts import OnParts
 from .pending import Batch, IncomingRequest, OutgoingRequest
 from .progress import IGNORE, TERMINAL_TASK_STATUSES, ProgressTracker
 from .rules import Problem, Rule
+from .shallow import response_id
 from .state import Phase
 from .stateless import LISTEN, RequestMeta, Subscriptions
 
@@ -257,7 +258,7 @@ class Receiver(OnParts):
                 if len(data) < _ONE_PASS_SIZE:
                     message = self._decode(data)
                 elif len(data) > self._max_bytes:
-                    return [self._v.oversized(len(data))]
+                    return self._oversized(data)
                 elif len(self._outgoing) == 1:
                     message = self._awaited(data)
                 else:
@@ -296,12 +297,40 @@ class Receiver(OnParts):
             if target is not None and target != self._codec.revision:
                 self._switch(target)
         if len(data) > self._max_bytes:
-            return [self._v.oversized(len(data))]
+            return self._oversized(data)
         try:
             message = self._decode(data)
         except InvalidMessage as exc:
             return self._invalid(exc, data)
         return self._deliver(message, data, True)
+
+    def _oversized(self, data: bytes) -> list[Event]:
+        """A message over ``max_message_bytes``, refused unread (see
+        :meth:`unread_response` for one that answers a request of this side)."""
+        events = self.unread_response(
+            data,
+            f"a message of {len(data)} bytes is over the limit max_message_bytes={self._max_bytes}",
+        )
+        return events if events is not None else [self._v.oversized(len(data))]
+
+    def unread_response(self, head: bytes, reason: str) -> list[Event] | None:
+        """For a message too large to read (``head``: its first bytes; ``reason``: the
+        limit it is over): when it reads as the response to a request of this side,
+        the events that end that request with the violation (rule ``limit-exceeded``),
+        as the peer will send no other answer; else ``None``."""
+        request_id = response_id(head)
+        if request_id is None or request_id not in self._outgoing:
+            return None
+        exc = InvalidMessage(
+            ErrorCode.INVALID_REQUEST,
+            "$",
+            reason,
+            id=request_id,
+            answerable=False,
+            response=True,
+            limit="max_message_bytes",
+        )
+        return self._invalid(exc, head)
 
     def _invalid(self, exc: InvalidMessage, data: bytes, index: int | None = None) -> list[Event]:
         """What the codec refused (``index``: of a batch member). A response to an

@@ -25,6 +25,7 @@ from mcpspec.runtime.connection import (
     ResponseViolation,
     memory_pair,
 )
+from mcpspec.runtime.connection import client as client_module
 from mcpspec.runtime.connection.client import (
     Client,
     ServerRequestContext,
@@ -606,11 +607,14 @@ async def test_trio_backend_works_too(mode: str) -> None:
 
 
 @asynccontextmanager
-async def listening_server(*, refuse: bool = False, end: bool = False) -> AsyncIterator[Client]:
+async def listening_server(
+    *, refuse: bool = False, end: bool = False, silent: bool = False, repeat: int = 1
+) -> AsyncIterator[Client]:
     """A 2026-07-28 server on the sans-IO session and the connection core, whose
-    ``subscriptions/listen`` acknowledges, sends a tools/list_changed and one
-    resources/updated per subscribed URI, then waits to be cancelled (``end``: cancels
-    the stream itself; ``refuse``: answers -32602 instead)."""
+    ``subscriptions/listen`` acknowledges, sends a tools/list_changed (``repeat`` times)
+    and one resources/updated per subscribed URI, then waits to be cancelled (``end``:
+    cancels the stream itself; ``refuse``: answers -32602 instead; ``silent``: never
+    acknowledges)."""
     session = ServerSession(["2026-07-28"], capabilities={"tools": {"listChanged": True}})
     client_end, server_end = memory_pair()
     peer: Peer[ServerSession]
@@ -621,6 +625,8 @@ async def listening_server(*, refuse: bool = False, end: bool = False) -> AsyncI
             return session.discover_result()
         if refuse:
             raise RequestError.invalid_params("no subscriptions here")
+        if silent:
+            await anyio.sleep_forever()
         wanted = event.request.params.notifications
         meta = {"io.modelcontextprotocol/subscriptionId": event.request_id}
         await peer.notify(
@@ -630,7 +636,9 @@ async def listening_server(*, refuse: bool = False, end: bool = False) -> AsyncI
                 )
             )
         )
-        await peer.notify(t.ToolListChangedNotification(params=t.NotificationParams(meta=meta)))
+        for _ in range(repeat):
+            changed = t.ToolListChangedNotification(params=t.NotificationParams(meta=meta))
+            await peer.notify(changed)
         for uri in wanted.resource_subscriptions or []:
             params = t.ResourceUpdatedNotificationParams(meta=meta, uri=uri)
             await peer.notify(t.ResourceUpdatedNotification(params=params))
@@ -674,6 +682,41 @@ async def test_a_listen_the_server_ends_ends_the_iteration() -> None:
         assert client.session.outstanding == frozenset()
         async with client.listen(tools=True) as feed:  # the connection goes on
             assert [note.method async for note in feed] == ["notifications/tools/list_changed"]
+
+
+async def test_a_listen_holds_each_change_once_and_a_bounded_number_unread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "MAX_QUEUED_CHANGES", 3)
+    uris = [f"test://{name}" for name in "abcde"]
+    async with listening_server(repeat=3) as client:
+        async with client.listen(tools=True, resource_uris=uris) as feed:
+            with anyio.fail_after(GUARD):
+                while feed.dropped < 3:  # c, d and e find the queue full
+                    await anyio.sleep(0.01)
+                changes = [
+                    (note.method, getattr(note.params, "uri", None))
+                    for note in [await anext(feed) for _ in range(3)]
+                ]
+        # The three list changes were one change; then a and b.
+        assert changes == [
+            ("notifications/tools/list_changed", None),
+            ("notifications/resources/updated", "test://a"),
+            ("notifications/resources/updated", "test://b"),
+        ]
+
+
+async def test_a_listen_cancelled_before_its_acknowledgement_leaves_cleanly() -> None:
+    async with listening_server(silent=True) as client:
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(0.1):
+                async with client.listen(tools=True):
+                    pass
+        # The request was cancelled on the wire; the connection goes on.
+        with anyio.fail_after(GUARD):
+            while client.session.outstanding:
+                await anyio.sleep(0.01)
+        assert client.revision == "2026-07-28"
 
 
 async def test_a_refused_listen_raises_on_entry() -> None:

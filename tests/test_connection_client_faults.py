@@ -6,6 +6,7 @@ shutdown sequence (close stdin, then SIGTERM, then SIGKILL)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpspec.runtime import ProtocolViolation, Rule
+from mcpspec.runtime import Limits, ProtocolViolation, Rule
 from mcpspec.runtime.connection import (
     ConnectionClosed,
     MemoryMessageStream,
@@ -29,6 +30,7 @@ from mcpspec.runtime.connection import (
 )
 from mcpspec.runtime.connection.client import (
     MAX_INPUT_ROUNDS,
+    MAX_LISTED_PAGES,
     Client,
     InputRoundsExceeded,
     ServerRequestContext,
@@ -206,6 +208,81 @@ async def test_the_stream_ending_fails_every_pending_call_at_once() -> None:
     assert len(outcomes) == 3
 
 
+def _big_echo(size: int) -> Reply:
+    """Answer ``echo`` with its text, anything else with a text of ``size`` bytes."""
+
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        arguments = message["params"].get("arguments") or {}
+        text = arguments.get("text") or "x" * size
+        result = {"content": [{"type": "text", "text": text}]}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+    return reply
+
+
+async def test_an_answer_over_the_limits_ends_its_call_and_the_connection_goes_on() -> None:
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, _big_echo(5000))
+        limits = Limits(max_message_bytes=2048)
+        async with Client.over(client_end, mode="2025-11-25", limits=limits) as client:
+            with anyio.fail_after(GUARD):
+                with pytest.raises(ResponseViolation, match="max_message_bytes=2048") as caught:
+                    await client.call_tool("big")
+            assert caught.value.violation.rule is Rule.LIMIT_EXCEEDED
+            assert (await client.call_tool("echo", {"text": "small"})).text == "small"
+            assert client.session.outstanding == frozenset()
+        task_group.cancel_scope.cancel()
+
+
+async def test_an_answer_over_the_streams_limit_ends_its_call_and_the_connection_goes_on() -> None:
+    to_server, server_reads = memory_byte_pipe()
+    server_writes, from_server = memory_byte_pipe()
+    client_end = NewlineFramedStream(from_server, to_server, max_message_size=2048)
+    server_end = NewlineFramedStream(server_reads, server_writes)
+    reply = _big_echo(5000)
+
+    async def serve() -> None:
+        while True:
+            try:
+                message = json.loads(await server_end.receive())
+            except ConnectionClosed:
+                return
+            if message.get("method") == "initialize":
+                result = {"jsonrpc": "2.0", "id": message["id"], "result": INITIALIZE_RESULT}
+                await server_end.send(encode(result))
+            elif "id" in message:
+                await reply(message, server_end)  # type: ignore[arg-type]
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(serve)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with anyio.fail_after(GUARD):
+                with pytest.raises(ResponseViolation, match="stream's limit of 2048"):
+                    await client.call_tool("big")
+            assert (await client.call_tool("echo", {"text": "small"})).text == "small"
+        task_group.cancel_scope.cancel()
+
+
+async def test_an_initialize_answer_over_the_limits_fails_negotiation() -> None:
+    async def serve(stream: MemoryMessageStream) -> None:
+        message = json.loads(await stream.receive())
+        result = {**INITIALIZE_RESULT, "instructions": "i" * 5000}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+        with contextlib.suppress(ConnectionClosed):
+            await stream.receive()
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(serve, server_end)
+        limits = Limits(max_message_bytes=2048)
+        with anyio.fail_after(GUARD), pytest.raises(NegotiationRefused) as refused:
+            async with Client.over(client_end, mode="2025-11-25", limits=limits):
+                pass
+        assert refused.value.event.rule is Rule.LIMIT_EXCEEDED
+        task_group.cancel_scope.cancel()
+
+
 async def test_a_line_that_is_not_json_rpc_is_reported_and_the_connection_goes_on() -> None:
     to_server, server_reads = memory_byte_pipe()
     server_writes, from_server = memory_byte_pipe()
@@ -288,6 +365,33 @@ async def test_a_repeated_cursor_ends_pagination_with_a_violation() -> None:
             pages = client.tool_pages()
             assert [t.name for t in (await anext(pages)).tools] == ["t"]
             await pages.aclose()  # stopping early is fine
+
+
+async def test_a_fresh_cursor_on_every_page_ends_listing_after_the_page_limit() -> None:
+    served: list[int] = []
+
+    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+        served.append(message["id"])
+        page = len(served)
+        result = {
+            "tools": [{"name": f"t{page}", "inputSchema": {"type": "object"}}],
+            "nextCursor": f"c{page}",
+        }
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with pytest.raises(ResponseViolation, match=f"more than {MAX_LISTED_PAGES} pages"):
+                await client.list_tools()
+            assert len(served) == MAX_LISTED_PAGES
+            # Page by page, the caller decides (here: a limit of its own).
+            with pytest.raises(ResponseViolation, match="more than 3 pages listing tools"):
+                async for _ in client.tool_pages(max_pages=3):
+                    pass
+            assert len(served) == MAX_LISTED_PAGES + 3
+        task_group.cancel_scope.cancel()
 
 
 async def test_endless_input_rounds_end() -> None:

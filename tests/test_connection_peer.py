@@ -20,6 +20,7 @@ from mcpspec.runtime.connection import (
     NewlineFramedStream,
     Peer,
     RequestError,
+    RequestTimeout,
     ResponseViolation,
     Server,
     memory_byte_pipe,
@@ -327,3 +328,48 @@ async def test_feed_request_writes_the_answer_itself_while_another_write_is_unde
         assert answer is None  # written in turn, not handed back
         [event] = client.receive(await client_end.receive())
         assert type(event).__name__ == "ResponseReceived"
+
+
+class _StalledStream:
+    """A stream whose peer stops reading once the handshake is over: writes wait
+    forever (the other end of ``inner`` answers the handshake)."""
+
+    #: Its writes need no shield of the peer's (a shielded write that never ends
+    #: could not be torn down at the end of the test).
+    _completes_sends = True
+
+    def __init__(self, inner: MemoryMessageStream) -> None:
+        self.inner = inner
+        self.stalled = False
+
+    async def receive(self) -> bytes:
+        return await self.inner.receive()
+
+    async def send(self, data: bytes) -> None:
+        if self.stalled:
+            await anyio.sleep_forever()
+        await self.inner.send(data)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_timeout_bounds_a_request_that_cannot_be_written() -> None:
+    client_end, server_end = memory_pair()
+    stream = _StalledStream(client_end)
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(Server("s").serve, server_end)
+            async with Peer(ClientSession(mode="2025-11-25"), stream) as peer:
+                await peer.open()
+                stream.stalled = True
+                t = peer.session.types
+                # The first write waits on the peer, and holds the connection's writes.
+                task_group.start_soon(peer.request, t.PingRequest(id=peer.next_id()))
+                await anyio.wait_all_tasks_blocked()
+                started = anyio.current_time()
+                with pytest.raises(RequestTimeout):
+                    await peer.request(t.PingRequest(id=peer.next_id()), timeout=0.05)
+                # Its own timeout, not the hang guard, ended the wait.
+                assert anyio.current_time() - started < HANG_GUARD / 2
+                task_group.cancel_scope.cancel()

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mcpspec.runtime import ClientSession, ServerSession
-from mcpspec.runtime.connection import ConnectionClosed, Peer, memory_pair
+from mcpspec.runtime.connection import ConnectionClosed, Peer, memory_pair, pipes
 from mcpspec.runtime.connection.pipes import FdReceiveStream, FdSendStream
 from mcpspec.runtime.events import RequestReceived
 
@@ -120,6 +120,31 @@ async def test_a_message_larger_than_the_pipe_is_written_whole_despite_cancellat
     assert bytes(received) == message
     await sender.aclose()
     await receiver.aclose()
+    with pytest.raises(anyio.ClosedResourceError):
+        await sender.send(b"more")
+
+
+async def test_a_cancelled_send_whose_reader_takes_nothing_closes_the_stream(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipes, "SEND_GRACE", 0.05)
+    _read_end, write_end = pipe
+    sender = FdSendStream(write_end)
+    message = b"x" * (4 * 1024 * 1024)  # far more than a pipe holds, never read
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            sending = anyio.CancelScope()
+
+            async def send() -> None:
+                with sending:
+                    await sender.send(message)
+
+            task_group.start_soon(send)
+            await anyio.wait_all_tasks_blocked()  # the pipe is full: the send waits
+            sending.cancel()
+    # The caller was not held past the grace; the message could not be finished, so
+    # the stream is closed rather than left with half a message.
+    assert sending.cancelled_caught
     with pytest.raises(anyio.ClosedResourceError):
         await sender.send(b"more")
 

@@ -23,6 +23,7 @@ from mcpspec.runtime.connection import (
     RequestError,
     launch_server,
 )
+from mcpspec.runtime.connection.stdio import EXIT_GRACE, STDERR_LINE_MAX
 
 from .connection_kit import HANG_GUARD, anyio_backend, call_tool, text_of  # noqa: F401
 
@@ -225,3 +226,59 @@ async def test_stderr_lines_go_to_a_callback_and_env_and_cwd_reach_the_server(
                 await stream.receive()
     assert Path(cwd.decode()).resolve() == tmp_path.resolve()
     assert lines == [b"one", b"two", b"three"]
+
+
+async def test_a_stderr_line_longer_than_the_limit_reaches_the_callback_in_pieces() -> None:
+    lines: list[bytes] = []
+    limit = STDERR_LINE_MAX
+    # Three pieces and a rest, a line of exactly the limit, then two short lines.
+    script = (
+        "import sys; n = int(sys.argv[1]);"
+        "sys.stderr.buffer.write(b'x' * (3 * n + 10) + b'\\n' + b'y' * n + b'\\nnext\\nlast')"
+    )
+    with anyio.fail_after(HANG_GUARD):
+        async with launch_server(
+            sys.executable, ["-c", script, str(limit)], stderr=lines.append
+        ) as stream:
+            with pytest.raises(ConnectionClosed):
+                await stream.receive()
+    assert [len(line) for line in lines] == [limit, limit, limit, 10, limit, 4, 4]
+    assert b"".join(lines[:4]) == b"x" * (3 * limit + 10)
+    assert lines[4:] == [b"y" * limit, b"next", b"last"]
+
+
+#: Starts a process that inherits its stdout and keeps it open until its stdin closes
+#: (as a wrapper script's helper may), then becomes the Python program its arguments
+#: name: that program exiting does not end its stdout.
+HOLDING_STDOUT = """
+import os, subprocess, sys
+hold = "import select; p = select.poll(); p.register(0, 0); p.poll()"
+subprocess.Popen([sys.executable, "-c", hold])
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+async def test_a_server_exiting_fails_pending_requests_though_a_child_holds_its_stdout() -> None:
+    with anyio.fail_after(HANG_GUARD):
+        async with launch_server(
+            sys.executable, ["-c", HOLDING_STDOUT, SERVER], grace=HANG_GUARD, stderr="discard"
+        ) as stream:
+            async with Peer(ClientSession(mode="2025-11-25"), stream) as peer:
+                await peer.open()
+                # (The peer gives its own reason: the stream's names the exit status.)
+                with pytest.raises(ConnectionClosed):
+                    await peer.request(call_tool(peer, "exit"))
+            assert stream.returncode == 3
+
+
+async def test_what_an_exited_server_wrote_is_received_before_the_end() -> None:
+    script = "import os; os.write(1, b'one\\ntwo\\n'); os._exit(3)"
+    with anyio.fail_after(HANG_GUARD):
+        async with launch_server(
+            sys.executable, ["-c", HOLDING_STDOUT, "-c", script], stderr="discard"
+        ) as stream:
+            assert await stream.process.wait() == 3
+            await anyio.sleep(2 * EXIT_GRACE)  # nobody reads until the grace is over
+            assert [await stream.receive(), await stream.receive()] == [b"one", b"two"]
+            with pytest.raises(ConnectionClosed, match=r"exited \(status 3\)"):
+                await stream.receive()

@@ -43,7 +43,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.client import ClientSession
 from mcpspec.runtime.envelope import ErrorObject, RequestId
-from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.errors import ErrorCode, show
 from mcpspec.runtime.events import (
     NotificationReceived,
     ProtocolViolation,
@@ -87,6 +87,12 @@ logger = logging.getLogger("mcpspec.connection")
 
 #: How many ``InputRequiredResult`` rounds one request may take (2026-07-28).
 MAX_INPUT_ROUNDS: Final = 16
+#: How many pages ``list_tools`` and its siblings read before they take the list for
+#: one that never ends (a server minting a fresh cursor on every page).
+MAX_LISTED_PAGES: Final = 1000
+#: How many change notifications a :class:`Subscription` holds unread (the same change
+#: is held once); later ones are dropped, with a warning.
+MAX_QUEUED_CHANGES: Final = 1024
 
 #: The server-to-client requests a handler answers, by method: the handler's keyword.
 _HANDLED: Final = {
@@ -142,7 +148,11 @@ class InputRoundsExceeded(Exception):
 class Subscription:
     """A ``subscriptions/listen`` stream (2026-07-28): an async context manager that is
     an async iterator of the change notifications the client opted into. Entering sends
-    the request and waits for the server's acknowledgement; leaving cancels it."""
+    the request and waits for the server's acknowledgement; leaving cancels it.
+
+    Notifications not read yet are held once per change (a list change of one kind, an
+    update of one resource), at most :data:`MAX_QUEUED_CHANGES`; ``dropped`` counts any
+    beyond."""
 
     def __init__(self, client: Client, notifications: Any) -> None:
         self._client = client
@@ -153,6 +163,11 @@ class Subscription:
         self._acknowledged = anyio.Event()
         self._error: BaseException | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        #: What the queued notifications are about (method, and URI for a resource
+        #: update): the same change queued twice would tell nothing more.
+        self._queued: set[tuple[str, Any]] = set()
+        #: How many notifications were dropped because the queue was full.
+        self.dropped = 0
         #: The id of the ``subscriptions/listen`` request (the subscription's id).
         self.request_id: RequestId | None = None
 
@@ -169,7 +184,14 @@ class Subscription:
         await task_group.__aenter__()
         self._task_group = task_group
         task_group.start_soon(self._run, request)
-        await self._acknowledged.wait()
+        try:
+            await self._acknowledged.wait()
+        except BaseException as exc:
+            # Cancelled (a caller's timeout) before the server acknowledged: the task
+            # group must be left here, with what ended the wait, or the caller's cancel
+            # scopes are left corrupted.
+            await self._leave(type(exc), exc, exc.__traceback__)
+            raise
         if self._error is not None:
             await self.__aexit__(None, None, None)
             raise self._error
@@ -181,14 +203,26 @@ class Subscription:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        await self._leave(None, None, None)
+
+    async def _leave(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Cancel the request on the wire and leave the task group (given the
+        exception the block of ``__aenter__`` ended with, if any)."""
         task_group = self._task_group
         if task_group is None:
             return
         self._task_group = None
-        task_group.cancel_scope.cancel()  # cancels the request on the wire
-        await task_group.__aexit__(None, None, None)
-        self._client._subscriptions.pop(self.request_id, None)
-        self._receive.close()
+        task_group.cancel_scope.cancel()
+        try:
+            await task_group.__aexit__(exc_type, exc, traceback)
+        finally:
+            self._client._subscriptions.pop(self.request_id, None)
+            self._receive.close()
 
     async def _run(self, request: Any) -> None:
         try:
@@ -205,9 +239,23 @@ class Subscription:
         if notification.method == ACKNOWLEDGED:
             self._acknowledged.set()
             return
+        key = _change_key(notification)
+        if key in self._queued:
+            return
+        if len(self._queued) >= MAX_QUEUED_CHANGES:
+            if not self.dropped:
+                logger.warning(
+                    "subscription %r: %d notifications are waiting to be read; "
+                    "later ones are dropped",
+                    self.request_id,
+                    MAX_QUEUED_CHANGES,
+                )
+            self.dropped += 1
+            return
         # A notification may cross the subscription's end: nobody reads it then.
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._send.send_nowait(notification)
+            self._queued.add(key)
 
     def __aiter__(self) -> Subscription:
         return self
@@ -217,11 +265,18 @@ class Subscription:
         (with a result, or by cancelling it), and raises what ended it if that was an
         error."""
         try:
-            return await self._receive.receive()
+            notification = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if self._error is not None:
                 raise self._error from None
             raise StopAsyncIteration from None
+        self._queued.discard(_change_key(notification))
+        return notification
+
+
+def _change_key(notification: Any) -> tuple[str, Any]:
+    """What a change notification is about: its method, and a resource update's URI."""
+    return notification.method, getattr(getattr(notification, "params", None), "uri", None)
 
 
 class ClientOptions(TypedDict, total=False):
@@ -662,85 +717,109 @@ class Client:
         await self.request(self._build("PingRequest"), timeout=timeout)
 
     async def _pages(
-        self, name: str, items: str, cursor: str | None, timeout: float | None
+        self,
+        name: str,
+        items: str,
+        cursor: str | None,
+        timeout: float | None,
+        max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
         seen: set[str] = set()
+        pages = 0
         while True:
             params = None if cursor is None else {"cursor": cursor}
             request = self._build(name, params)
             result = await self.request(request, timeout=timeout)
             yield result
+            pages += 1
             cursor = result.next_cursor
             if cursor is UNSET or cursor is None:
                 return
             if cursor in seen:
-                reason = f"the server repeated cursor {cursor!r} listing {items}"
-                error = ErrorObject(code=int(ErrorCode.INVALID_PARAMS), message=reason)
-                raise ResponseViolation(
-                    ProtocolViolation(
-                        rule=Rule.INVALID_RESULT,
-                        error=error,
-                        method=type(request).method,
-                        request_id=request.id,
-                        path="$.result.nextCursor",
-                        reason=reason,
-                    )
+                raise _paging_violation(
+                    request, f"the server repeated cursor {show(cursor)} listing {items}"
+                )
+            if max_pages is not None and pages >= max_pages:
+                raise _paging_violation(
+                    request,
+                    f"the server gave more than {max_pages} pages listing {items}: "
+                    "a list that never ends (iterate the pages to read on)",
                 )
             seen.add(cursor)
 
     def tool_pages(
-        self, cursor: str | None = None, *, timeout: float | None = None
+        self,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
-        """The ``tools/list`` results, page by page (from ``cursor``).
+        """The ``tools/list`` results, page by page (from ``cursor``); past
+        ``max_pages`` pages, :class:`ResponseViolation` (as for a cursor repeated).
 
         Over Streamable HTTP in 2026-07-28, a tool whose ``x-mcp-header`` annotations
         break the rules is left out of its page (and logged as a warning on the
         ``mcpspec.connection`` logger, with its name and the reason), as the
         specification requires; the annotations of the others are remembered, so that
         :meth:`call_tool` mirrors those arguments into ``Mcp-Param-*`` headers."""
-        pages = self._pages("ListToolsRequest", "tools", cursor, timeout)
+        pages = self._pages("ListToolsRequest", "tools", cursor, timeout, max_pages)
         remember = getattr(self._stream, "remember_tool_params", None)
         if remember is None or self.model != "stateless":
             return pages
         return _mirrored_tool_pages(pages, remember)
 
     def resource_pages(
-        self, cursor: str | None = None, *, timeout: float | None = None
+        self,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
-        """The ``resources/list`` results, page by page."""
-        return self._pages("ListResourcesRequest", "resources", cursor, timeout)
+        """The ``resources/list`` results, page by page (as :meth:`tool_pages`)."""
+        return self._pages("ListResourcesRequest", "resources", cursor, timeout, max_pages)
 
     def resource_template_pages(
-        self, cursor: str | None = None, *, timeout: float | None = None
+        self,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
-        """The ``resources/templates/list`` results, page by page."""
-        return self._pages("ListResourceTemplatesRequest", "resource templates", cursor, timeout)
+        """The ``resources/templates/list`` results, page by page (as :meth:`tool_pages`)."""
+        return self._pages(
+            "ListResourceTemplatesRequest", "resource templates", cursor, timeout, max_pages
+        )
 
     def prompt_pages(
-        self, cursor: str | None = None, *, timeout: float | None = None
+        self,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
-        """The ``prompts/list`` results, page by page."""
-        return self._pages("ListPromptsRequest", "prompts", cursor, timeout)
+        """The ``prompts/list`` results, page by page (as :meth:`tool_pages`)."""
+        return self._pages("ListPromptsRequest", "prompts", cursor, timeout, max_pages)
 
     async def list_tools(self, *, timeout: float | None = None) -> list[Any]:
-        """Every tool (``Tool``), all pages."""
-        return [tool async for page in self.tool_pages(timeout=timeout) for tool in page.tools]
+        """Every tool (``Tool``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
+        pages = self.tool_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
+        return [tool async for page in pages for tool in page.tools]
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Any]:
-        """Every resource (``Resource``), all pages."""
-        return [r async for page in self.resource_pages(timeout=timeout) for r in page.resources]
+        """Every resource (``Resource``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
+        pages = self.resource_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
+        return [r async for page in pages for r in page.resources]
 
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[Any]:
-        """Every resource template (``ResourceTemplate``), all pages."""
-        return [
-            template
-            async for page in self.resource_template_pages(timeout=timeout)
-            for template in page.resource_templates
-        ]
+        """Every resource template (``ResourceTemplate``), all pages (at most
+        :data:`MAX_LISTED_PAGES`)."""
+        pages = self.resource_template_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
+        return [template async for page in pages for template in page.resource_templates]
 
     async def list_prompts(self, *, timeout: float | None = None) -> list[Any]:
-        """Every prompt (``Prompt``), all pages."""
-        return [p async for page in self.prompt_pages(timeout=timeout) for p in page.prompts]
+        """Every prompt (``Prompt``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
+        pages = self.prompt_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
+        return [p async for page in pages for p in page.prompts]
 
     async def call_tool(
         self,
@@ -933,3 +1012,18 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> 
     outcome = callback(arg)
     if inspect.isawaitable(outcome):
         await outcome
+
+
+def _paging_violation(request: Any, reason: str) -> ResponseViolation:
+    """The error of a listing the server pages wrongly (the result of ``request``)."""
+    error = ErrorObject(code=int(ErrorCode.INVALID_PARAMS), message=reason)
+    return ResponseViolation(
+        ProtocolViolation(
+            rule=Rule.INVALID_RESULT,
+            error=error,
+            method=type(request).method,
+            request_id=request.id,
+            path="$.result.nextCursor",
+            reason=reason,
+        )
+    )

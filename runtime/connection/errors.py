@@ -43,12 +43,14 @@ class ConnectionClosed(Exception):
 class MessageTooLarge(Exception):
     """A framed message longer than the stream's limit arrived; it was skipped (never
     held in memory whole) and the stream reads on. ``size`` is how many bytes were
-    skipped, ``limit`` the maximum the stream accepts."""
+    skipped, ``limit`` the maximum the stream accepts, ``head`` its first bytes (up to
+    :data:`~mcpspec.runtime.shallow.WINDOW`: enough to tell which request it answers)."""
 
-    def __init__(self, size: int, limit: int) -> None:
+    def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
         super().__init__(f"a message of {size} bytes exceeds the limit of {limit} bytes")
         self.size = size
         self.limit = limit
+        self.head = head
 
 
 class RequestError(Exception):

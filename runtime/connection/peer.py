@@ -403,6 +403,40 @@ class Peer(Generic[S]):
         token: int | str | None = None
         if progress is not None and not _has_progress_token(request):
             token = request_id
+        if timeout is None:
+            await self._write_request(request, waiter, token)
+        else:
+            # The timeout counts from here: a write waiting on a peer that does not read
+            # (its own, or another's holding the lock) is bounded too.
+            deadline = anyio.current_time() + timeout
+            try:
+                with anyio.fail_at(deadline):
+                    await self._write_request(request, waiter, token)
+            except TimeoutError:
+                if request_id not in self._waiters:  # never sent
+                    raise RequestTimeout(request_id, method, timeout) from None
+        try:
+            if timeout is None:
+                await waiter.done.wait()
+            else:
+                with anyio.fail_at(deadline):
+                    await waiter.done.wait()
+        except TimeoutError:
+            await self._cancel_request(request_id, waiter, cancel_reason or "timed out")
+            if not waiter.done.is_set():
+                raise RequestTimeout(request_id, method, timeout or 0.0) from None
+        except BaseException:
+            await self._cancel_request(request_id, waiter, cancel_reason or "cancelled")
+            raise
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.response is not None
+        return waiter.response
+
+    async def _write_request(self, request: Any, waiter: _Waiter, token: int | str | None) -> None:
+        """Write ``request`` (``waiter`` awaits its answer; ``token``: the progress token
+        to ask for); when it cannot be sent, nothing waits for it."""
+        request_id = request.id
         async with self._write_lock:
             if self.closed:
                 raise ConnectionClosed(self._close_reason)
@@ -418,30 +452,14 @@ class Peer(Generic[S]):
                     with contextlib.suppress(LocalProtocolError):
                         self.session.cancel(request_id, "not sent")
                 raise
-        try:
-            if timeout is None:
-                await waiter.done.wait()
-            else:
-                with anyio.fail_after(timeout):
-                    await waiter.done.wait()
-        except TimeoutError:
-            await self._cancel_request(request_id, waiter, cancel_reason or "timed out")
-            if not waiter.done.is_set():
-                raise RequestTimeout(request_id, method, timeout or 0.0) from None
-        except BaseException:
-            await self._cancel_request(request_id, waiter, cancel_reason or "cancelled")
-            raise
-        if waiter.error is not None:
-            raise waiter.error
-        assert waiter.response is not None
-        return waiter.response
 
     async def _cancel_request(self, request_id: RequestId, waiter: _Waiter, reason: str) -> None:
         """Stop waiting for ``request_id`` and cancel it on the wire (unless it was
         answered meanwhile, or cannot be cancelled)."""
         if waiter.done.is_set() or self._waiters.pop(request_id, None) is None:
             return
-        with anyio.CancelScope(shield=True):
+        # Bounded: the lock may be held by a write to a peer that does not read.
+        with anyio.move_on_after(STUCK_GRACE, shield=True):
             async with self._write_lock:
                 if self._closed or request_id not in self.session.outstanding:
                     return
@@ -650,6 +668,12 @@ class Peer(Generic[S]):
         """An oversized message was skipped unread: report it, and answer it as the
         session answers a message over its own limit (-32600, id null)."""
         reason = f"a message of {exc.size} bytes is over the stream's limit of {exc.limit}"
+        # An answer to a request of this side ends that request: no other will come.
+        answered = self.session.receive_unread(exc.head, reason) if exc.head else None
+        if answered is not None:
+            for event in answered:
+                await self._on_event(event)
+            return
         # The session learns that an unreadable message arrived (so that it owes the
         # null-id answer) from a stand-in that is not a JSON-RPC message either.
         owed = any(

@@ -31,6 +31,9 @@ __all__ = ["FdReceiveStream", "FdSendStream"]
 READ_SIZE: Final = 64 * 1024
 #: How far (in bytes) the reading callback may run ahead of the stream's reader.
 BUFFER_LIMIT: Final = 256 * 1024
+#: Seconds a send cancelled with part of its message written goes on, for the reader to
+#: take the rest, before the stream is closed.
+SEND_GRACE: Final = 5.0
 
 
 def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -177,7 +180,9 @@ class FdSendStream(ByteSendStream):
     ``owned``: closed with the stream)."""
 
     #: A message given to :meth:`send` is written whole, even if the caller is cancelled
-    #: while the descriptor has no room (the connection then needs no shield of its own).
+    #: while the descriptor has no room (the connection then needs no shield of its own),
+    #: or, when the reader takes nothing for :data:`SEND_GRACE` seconds after that, the
+    #: stream is closed: what follows could not be framed.
     _completes_sends: Final = True
 
     def __init__(self, fd: int, *, owned: bool = False) -> None:
@@ -197,21 +202,33 @@ class FdSendStream(ByteSendStream):
         except OSError as exc:
             raise anyio.BrokenResourceError from exc
         if written < len(item):
-            with anyio.CancelScope(shield=True):
-                await self._send_rest(memoryview(item)[written:])
+            rest = [memoryview(item)[written:]]
+            try:
+                await self._send_rest(rest)
+            except anyio.get_cancelled_exc_class():
+                # Part of a message is out: it is finished while the reader takes it
+                # (the caller's cancellation then reaches it at its next checkpoint).
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(SEND_GRACE):
+                        await self._send_rest(rest)
+                    if not rest[0]:
+                        return
+                    await self.aclose()
+                raise
 
-    async def _send_rest(self, view: memoryview) -> None:
-        while view:
+    async def _send_rest(self, rest: list[memoryview]) -> None:
+        """Write ``rest[0]``, keeping in it what is left to write at each step."""
+        while rest[0]:
             if self._closed:
                 raise anyio.ClosedResourceError
             await anyio.wait_writable(self._fd)
             try:
-                written = os.write(self._fd, view)
+                written = os.write(self._fd, rest[0])
             except BlockingIOError:
                 continue
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
-            view = view[written:]
+            rest[0] = rest[0][written:]
 
     async def aclose(self) -> None:
         if self._closed:

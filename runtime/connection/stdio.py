@@ -9,7 +9,9 @@ Client side, :func:`launch_server` starts a server command as a subprocess (``ar
 ``env``, ``cwd``; its stderr forwarded, captured or discarded) and yields a
 :class:`ProcessStream` over its stdin and stdout. Closing it shuts the server down as
 the specification says: close its stdin, wait for it to exit; after ``grace`` seconds
-SIGTERM; after ``grace`` more, SIGKILL.
+SIGTERM; after ``grace`` more, SIGKILL. The stream also watches the process itself: once
+it has exited, its stdout ends after :data:`EXIT_GRACE` seconds, even if a process it
+started still holds that stdout open.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import anyio
 import anyio.abc
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from .errors import ConnectionClosed
 from .pipes import FdReceiveStream, FdSendStream
 from .transport import DEFAULT_MAX_MESSAGE_SIZE, NewlineFramedStream
 
@@ -42,10 +45,17 @@ __all__ = [
 DEFAULT_GRACE: Final = 2.0
 #: How much captured stderr is kept (the newest bytes).
 STDERR_KEPT: Final = 64 * 1024
+#: The longest stderr line a callback gets whole: a longer one comes in pieces of this
+#: many bytes (so a server writing without newlines cannot grow this process's memory).
+STDERR_LINE_MAX: Final = STDERR_KEPT
+#: Seconds a server process's stdout may still deliver what it holds after the process
+#: exited; then it ends, even if a process the server started keeps it open.
+EXIT_GRACE: Final = 0.5
 
 #: Where a server process's stderr goes: ``"forward"`` (this process's stderr),
 #: ``"capture"`` (kept: :attr:`ProcessStream.stderr`), ``"discard"``, or a callable
-#: that gets each line (bytes, without the newline).
+#: that gets each line (bytes, without the newline; a line longer than
+#: :data:`STDERR_LINE_MAX` comes in pieces of that size, each passed as a line).
 StderrMode = Literal["forward", "capture", "discard"] | Callable[[bytes], None]
 
 
@@ -216,10 +226,54 @@ async def _open_process(
     )
 
 
+class _ProcessOutput(ByteReceiveStream):
+    """A server process's stdout that can be ended (:meth:`end`) while a process the
+    server started still holds it open."""
+
+    def __init__(self, stream: ByteReceiveStream) -> None:
+        self._stream = stream
+        #: Whether a ``receive`` is under way (waiting: the pipe had nothing for it).
+        self._receiving = False
+        self._ended = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._ended:
+            return await self._receive_rest(max_bytes)
+        # No cancel scope on this path: it would cost every read a few microseconds.
+        self._receiving = True
+        try:
+            return await self._stream.receive(max_bytes)
+        finally:
+            self._receiving = False
+
+    async def _receive_rest(self, max_bytes: int) -> bytes:
+        """After :meth:`end`: what the stream has at once, then its end."""
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # delivered only if the read has to wait
+            return await self._stream.receive(max_bytes)
+        raise anyio.EndOfStream
+
+    async def end(self) -> None:
+        """End reading: a ``receive`` still gets what is there without waiting, then
+        ``anyio.EndOfStream``; one waiting now ends at once."""
+        self._ended = True
+        if self._receiving:
+            # It waits, so nothing is buffered for it: closing the stream wakes it.
+            await self._stream.aclose()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 class ProcessStream(NewlineFramedStream):
     """A server subprocess's stdin and stdout as a message stream (see
     :func:`launch_server`). ``process`` is the anyio process; :attr:`stderr` what was
-    captured of its stderr (with ``stderr="capture"``)."""
+    captured of its stderr (with ``stderr="capture"``).
+
+    Once the process has exited (:meth:`watch_exit`), ``receive`` raises
+    :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` naming its exit status
+    after at most :data:`EXIT_GRACE` seconds, even if a process the server started keeps
+    its stdout open."""
 
     def __init__(
         self,
@@ -229,11 +283,14 @@ class ProcessStream(NewlineFramedStream):
         grace: float,
     ) -> None:
         assert process.stdout is not None and process.stdin is not None
-        super().__init__(process.stdout, process.stdin, max_message_size=max_message_size)
+        self._output = _ProcessOutput(process.stdout)
+        super().__init__(self._output, process.stdin, max_message_size=max_message_size)
         self.process = process
         self.grace = grace
         self._stderr = bytearray()
         self._shut = False
+        #: Why the stdout was ended after the process exited (see :meth:`watch_exit`).
+        self._exit_reason: str | None = None
 
     @property
     def stderr(self) -> bytes:
@@ -244,6 +301,25 @@ class ProcessStream(NewlineFramedStream):
     def returncode(self) -> int | None:
         """The process's exit status, once it exited."""
         return self.process.returncode
+
+    async def receive(self) -> bytes:
+        """The next message; once the process's stdout was ended after its exit,
+        :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` says so."""
+        try:
+            return await super().receive()
+        except ConnectionClosed:
+            if self._exit_reason is None:
+                raise
+            raise ConnectionClosed(self._exit_reason) from None
+
+    async def watch_exit(self) -> None:
+        """Wait for the process to exit, then give its stdout :data:`EXIT_GRACE` seconds
+        to deliver what it holds and end it: a process the server started may hold the
+        stdout open (the end of the stream would never come)."""
+        returncode = await self.process.wait()
+        await anyio.sleep(EXIT_GRACE)
+        self._exit_reason = f"the server process exited (status {returncode})"
+        await self._output.end()
 
     def _keep_stderr(self, data: bytes) -> None:
         self._stderr += data
@@ -292,20 +368,49 @@ async def _pump_stderr(
 async def _read_stderr(
     receiver: ByteReceiveStream, stream: ProcessStream, mode: StderrMode
 ) -> None:
-    pending = b""
-    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        while True:
-            data = await receiver.receive()
-            if mode == "capture":
-                stream._keep_stderr(data)
-                continue
-            assert callable(mode)
-            lines = (pending + data).split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                mode(line)
-    if pending and callable(mode):
-        mode(pending)
+    """Keep the server's stderr (``"capture"``) or pass each line to ``mode``."""
+    ends = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+    if mode == "capture":
+        with suppress(*ends):
+            while True:
+                stream._keep_stderr(await receiver.receive())
+        return
+    assert callable(mode)
+    pending = bytearray()
+    with suppress(*ends):
+        await _read_stderr_lines(receiver, mode, pending)
+    if pending:
+        mode(bytes(pending))
+
+
+async def _read_stderr_lines(
+    receiver: ByteReceiveStream, callback: Callable[[bytes], None], pending: bytearray
+) -> None:
+    """Pass each line read to ``callback``; ``pending`` holds the unfinished line. A
+    line longer than :data:`STDERR_LINE_MAX` goes to ``callback`` in pieces of that
+    size, each as a line, so ``pending`` never holds more than that after a read."""
+    while True:
+        data = await receiver.receive()
+        start = 0
+        # Only the new data is searched: ``pending`` has no newline.
+        while (end := data.find(b"\n", start)) >= 0:
+            if pending or end - start > STDERR_LINE_MAX:
+                _extend_line(pending, memoryview(data)[start:end], callback)
+                callback(bytes(pending))
+                pending.clear()
+            else:
+                callback(data[start:end])
+            start = end + 1
+        _extend_line(pending, memoryview(data)[start:], callback)
+
+
+def _extend_line(pending: bytearray, data: memoryview, callback: Callable[[bytes], None]) -> None:
+    """Add ``data`` to the unfinished line ``pending``; while it is longer than
+    :data:`STDERR_LINE_MAX`, pass its first that many bytes to ``callback``."""
+    pending += data
+    while len(pending) > STDERR_LINE_MAX:
+        callback(bytes(pending[:STDERR_LINE_MAX]))
+        del pending[:STDERR_LINE_MAX]
 
 
 @asynccontextmanager
@@ -339,6 +444,7 @@ async def launch_server(
             if piped:
                 assert process.stderr is not None
                 task_group.start_soon(_pump_stderr, process.stderr, stream, stderr, pumped)
+            task_group.start_soon(stream.watch_exit)
             try:
                 yield stream
             finally:

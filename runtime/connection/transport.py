@@ -25,6 +25,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpspec.runtime.limits import DEFAULT_LIMITS
+from mcpspec.runtime.shallow import WINDOW
 
 from .errors import ConnectionClosed, MessageTooLarge
 
@@ -128,13 +129,14 @@ class NewlineFramedStream:
                     line = bytes(view[:stop])
                 del buffer[: end + 1]
                 if stop > limit:
-                    raise MessageTooLarge(stop, limit)
+                    raise MessageTooLarge(stop, limit, line[:WINDOW])
                 if not line or line.isspace():
                     continue
                 return line
             # A trailing CR may be the first half of the line's CRLF: not counted yet.
             if len(buffer) - (buffer[-1:] == b"\r") > limit:
-                raise MessageTooLarge(await self._skip_line(), limit)
+                head = bytes(buffer[:WINDOW])
+                raise MessageTooLarge(await self._skip_line(), limit, head)
             self._scanned = len(buffer)
             chunk = await self._read()
             if not chunk:

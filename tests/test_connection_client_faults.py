@@ -20,7 +20,7 @@ import pytest
 from mcpspec.runtime import Limits, ProtocolViolation, Rule
 from mcpspec.runtime.connection import (
     ConnectionClosed,
-    MemoryMessageStream,
+    MessageStream,
     NegotiationRefused,
     NewlineFramedStream,
     RequestError,
@@ -51,7 +51,7 @@ INITIALIZE_RESULT = {
     "serverInfo": {"name": "scripted", "version": "1"},
 }
 
-Reply = Callable[[dict[str, Any], MemoryMessageStream], Awaitable[None]]
+Reply = Callable[[dict[str, Any], MessageStream], Awaitable[None]]
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode()
 
 
-async def scripted(stream: MemoryMessageStream, reply: Reply) -> None:
+async def scripted(stream: MessageStream, reply: Reply) -> None:
     """A server that answers ``initialize`` and gives every later request to ``reply``."""
     try:
         while True:
@@ -77,7 +77,7 @@ async def scripted(stream: MemoryMessageStream, reply: Reply) -> None:
         pass
 
 
-async def echo_or(reply: Reply, message: dict[str, Any], stream: MemoryMessageStream) -> None:
+async def echo_or(reply: Reply, message: dict[str, Any], stream: MessageStream) -> None:
     """Answer tool ``echo``; give other requests to ``reply``."""
     if message["params"].get("name") == "echo":
         text = message["params"]["arguments"]["text"]
@@ -91,7 +91,7 @@ async def echo_or(reply: Reply, message: dict[str, Any], stream: MemoryMessageSt
 
 
 async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on() -> None:
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         bad = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": "not a list"}}
         await stream.send(encode(bad))
 
@@ -122,7 +122,7 @@ async def test_an_invalid_result_raises_the_violation_and_the_connection_goes_on
 async def test_an_unreadable_answer_raises_the_violation_and_the_connection_goes_on(
     answer: dict[str, Any], rule: Rule, path: str
 ) -> None:
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], **answer}))
 
     client_end, server_end = memory_pair()
@@ -159,7 +159,7 @@ async def test_an_unreadable_answer_to_the_opening_request_raises_negotiation_re
 
 
 async def test_an_error_response_raises_request_error() -> None:
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         error = {"code": -32000, "message": "busy", "data": {"retry": True}}
         await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "error": error}))
 
@@ -181,7 +181,7 @@ async def test_an_error_response_raises_request_error() -> None:
 async def test_the_stream_ending_fails_every_pending_call_at_once() -> None:
     arrived: list[Any] = []
 
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         arrived.append(message["id"])
         if len(arrived) == 3:
             await stream.aclose()  # the server goes away with three calls pending
@@ -211,7 +211,7 @@ async def test_the_stream_ending_fails_every_pending_call_at_once() -> None:
 def _big_echo(size: int) -> Reply:
     """Answer ``echo`` with its text, anything else with a text of ``size`` bytes."""
 
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         arguments = message["params"].get("arguments") or {}
         text = arguments.get("text") or "x" * size
         result = {"content": [{"type": "text", "text": text}]}
@@ -240,22 +240,8 @@ async def test_an_answer_over_the_streams_limit_ends_its_call_and_the_connection
     server_writes, from_server = memory_byte_pipe()
     client_end = NewlineFramedStream(from_server, to_server, max_message_size=2048)
     server_end = NewlineFramedStream(server_reads, server_writes)
-    reply = _big_echo(5000)
-
-    async def serve() -> None:
-        while True:
-            try:
-                message = json.loads(await server_end.receive())
-            except ConnectionClosed:
-                return
-            if message.get("method") == "initialize":
-                result = {"jsonrpc": "2.0", "id": message["id"], "result": INITIALIZE_RESULT}
-                await server_end.send(encode(result))
-            elif "id" in message:
-                await reply(message, server_end)  # type: ignore[arg-type]
-
     async with anyio.create_task_group() as task_group:
-        task_group.start_soon(serve)
+        task_group.start_soon(scripted, server_end, _big_echo(5000))
         async with Client.over(client_end, mode="2025-11-25") as client:
             with anyio.fail_after(GUARD):
                 with pytest.raises(ResponseViolation, match="stream's limit of 2048"):
@@ -265,7 +251,7 @@ async def test_an_answer_over_the_streams_limit_ends_its_call_and_the_connection
 
 
 async def test_an_initialize_answer_over_the_limits_fails_negotiation() -> None:
-    async def serve(stream: MemoryMessageStream) -> None:
+    async def serve(stream: MessageStream) -> None:
         message = json.loads(await stream.receive())
         result = {**INITIALIZE_RESULT, "instructions": "i" * 5000}
         await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
@@ -352,7 +338,7 @@ async def test_a_silent_server_times_negotiation_out() -> None:
 
 
 async def test_a_repeated_cursor_ends_pagination_with_a_violation() -> None:
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "nextCursor": "c"}
         await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
 
@@ -370,7 +356,7 @@ async def test_a_repeated_cursor_ends_pagination_with_a_violation() -> None:
 async def test_a_fresh_cursor_on_every_page_ends_listing_after_the_page_limit() -> None:
     served: list[int] = []
 
-    async def reply(message: dict[str, Any], stream: MemoryMessageStream) -> None:
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
         served.append(message["id"])
         page = len(served)
         result = {

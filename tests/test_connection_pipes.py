@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 import anyio
+import anyio.abc
 import pytest
 
 from mcpspec.runtime import ClientSession, ServerSession
@@ -95,6 +96,23 @@ async def test_closing_wakes_a_waiting_receive(pipe: tuple[int, int]) -> None:
         await stream.receive()
 
 
+async def cancelled_send(
+    task_group: anyio.abc.TaskGroup, sender: FdSendStream, message: bytes
+) -> anyio.CancelScope:
+    """Send ``message`` in a task of ``task_group`` and cancel it once it waits on the
+    full pipe; the send's cancel scope."""
+    sending = anyio.CancelScope()
+
+    async def send() -> None:
+        with sending:
+            await sender.send(message)
+
+    task_group.start_soon(send)
+    await anyio.wait_all_tasks_blocked()  # the pipe is full: the send waits
+    sending.cancel()
+    return sending
+
+
 async def test_a_message_larger_than_the_pipe_is_written_whole_despite_cancellation(
     pipe: tuple[int, int],
 ) -> None:
@@ -105,15 +123,7 @@ async def test_a_message_larger_than_the_pipe_is_written_whole_despite_cancellat
     received = bytearray()
     with anyio.fail_after(HANG_GUARD):
         async with anyio.create_task_group() as task_group:
-            sending = anyio.CancelScope()
-
-            async def send() -> None:
-                with sending:
-                    await sender.send(message)
-
-            task_group.start_soon(send)
-            await anyio.wait_all_tasks_blocked()  # the pipe is full: the send waits
-            sending.cancel()
+            sending = await cancelled_send(task_group, sender, message)
             while len(received) < len(message):
                 received += await receiver.receive()
     assert not sending.cancelled_caught  # the write was not cut short
@@ -133,15 +143,7 @@ async def test_a_cancelled_send_whose_reader_takes_nothing_closes_the_stream(
     message = b"x" * (4 * 1024 * 1024)  # far more than a pipe holds, never read
     with anyio.fail_after(HANG_GUARD):
         async with anyio.create_task_group() as task_group:
-            sending = anyio.CancelScope()
-
-            async def send() -> None:
-                with sending:
-                    await sender.send(message)
-
-            task_group.start_soon(send)
-            await anyio.wait_all_tasks_blocked()  # the pipe is full: the send waits
-            sending.cancel()
+            sending = await cancelled_send(task_group, sender, message)
     # The caller was not held past the grace; the message could not be finished, so
     # the stream is closed rather than left with half a message.
     assert sending.cancelled_caught

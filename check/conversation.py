@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
@@ -52,6 +52,8 @@ __all__ = ["Conversation", "Reply"]
 
 #: How the checker introduces itself.
 CLIENT_INFO = {"name": "mcpspec-check", "version": "1"}
+#: A request reporting progress is waited for at most this many timeouts in all.
+MAX_WAIT_TIMEOUTS: Final = 10
 #: What the checker declares: everything a server may use, so that it uses it.
 CLIENT_CAPABILITIES: dict[str, Any] = {
     "roots": {"listChanged": True},
@@ -250,12 +252,17 @@ class Conversation:
 
     async def _wait(self, waiter: _Waiter) -> Reply:
         """Wait for the answer; progress on the request restarts the clock (a long task
-        that reports progress is working, not stuck)."""
+        that reports progress is working, not stuck), but only up to
+        :data:`MAX_WAIT_TIMEOUTS` timeouts in all (progress forever must not hang us)."""
+        deadline = anyio.current_time() + self.timeout * MAX_WAIT_TIMEOUTS
         while True:
             progress = waiter.progress
-            with anyio.move_on_after(self.timeout):
+            left = deadline - anyio.current_time()
+            with anyio.move_on_after(min(self.timeout, left)):
                 await waiter.done.wait()
             if waiter.done.is_set() or waiter.progress == progress:
+                break
+            if anyio.current_time() >= deadline:
                 break
         if waiter.reply is None:
             waiter.settle(Reply("closed" if self.closed else "timeout"))

@@ -204,7 +204,14 @@ class HttpTarget:
     def __init__(
         self, url: str, headers: Mapping[str, str] | None = None, *, timeout: float = 10.0
     ) -> None:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            # Read now: a bad port (``:99999``, ``:abc``) raises only when read, and
+            # later that would be a traceback from the first request, not a usage error.
+            parts.port  # noqa: B018
+            httpx.URL(url)
+        except (ValueError, httpx.InvalidURL) as exc:
+            raise ValueError(f"not a usable URL: {url!r} ({exc})") from exc
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an http(s) URL: {url!r}")
         if timeout <= 0:

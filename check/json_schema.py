@@ -8,6 +8,7 @@ validator is ``jsonschema`` (``pip install 'mcpspec[check]'``).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from mcpspec.runtime.errors import clip
@@ -51,10 +52,18 @@ def check_schema(schema: Any) -> str | None:
 def validate(value: Any, schema: Any) -> tuple[str, str] | None:
     """The first place where ``value`` breaks ``schema`` (JSON path below the value,
     reason), or ``None``."""
+    import referencing.exceptions  # jsonschema's, as lazily imported
+
     try:
         cls = _validator_class(schema)
         error = next(iter(cls(schema).iter_errors(value)), None)
-    except (RecursionError, ValueError, TypeError) as exc:
+    except (
+        RecursionError,
+        ValueError,
+        TypeError,
+        re.error,  # a pattern that is no regex: the schema is broken, not the value
+        referencing.exceptions.Unresolvable,  # a $ref to nowhere: likewise
+    ) as exc:
         return "", clip(f"cannot validate: {exc}")
     if error is None:
         return None

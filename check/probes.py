@@ -389,6 +389,8 @@ def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, whe
     output = tool.get("outputSchema")
     if output is None or getattr(result, "is_error", False) is True:
         return
+    if check_schema(output) is not None:
+        return  # filed by surface.json-schema; nothing can be checked against it
     structured = getattr(result, "structured_content", msgspec.UNSET)
     name = show(tool.get("name"))
     if structured is msgspec.UNSET or structured is None:

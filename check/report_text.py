@@ -34,6 +34,8 @@ __all__ = ["Progress", "clean", "render", "summary", "use_color", "write"]
 STDERR_LINES: Final = 20
 #: Lines of one ``why`` shown at most; the rest is clipped.
 WHY_LINES: Final = 6
+#: At most this many lines for a heading or the list of skipped checks.
+PLAIN_LINES: Final = 40
 #: Below this room for ``where`` and ``why`` together, the table gives up columns and
 #: stacks each finding.
 _NARROW: Final = 40
@@ -45,7 +47,9 @@ _COLORS: Final = {
     Outcome.SKIPPED: "\x1b[2m",
 }
 _BOLD, _RESET = "\x1b[1m", "\x1b[0m"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: Control characters, and lone surrogates (a non-UTF-8 file name or argument decoded
+#: with surrogateescape), which a strict UTF-8 stream refuses to encode.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 #: Catalog order, for the passed rows.
 _ORDER: Final = {check: index for index, check in enumerate(CHECKS)}
 
@@ -62,9 +66,16 @@ def use_color(stream: TextIO) -> bool:
 
 
 def clean(text: str) -> str:
-    """``text`` with control characters shown escaped, tabs and newlines as spaces."""
+    """``text`` with control characters and lone surrogates shown escaped, tabs and
+    newlines as spaces."""
     text = text.replace("\t", " ").replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    """A control character as ``\\xNN``, a lone surrogate as ``\\uNNNN``."""
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 class _Style:
@@ -78,7 +89,23 @@ class _Style:
         return f"{_BOLD}{text}{_RESET}" if self.color else text
 
 
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` characters, and whether it was cut. Wrapping a huge
+    value only to keep a few lines of it is slow, so the cut comes first."""
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
+def _ellipsis(lines: list[str], width: int, max_lines: int) -> list[str]:
+    """``lines`` cut to ``max_lines``, the last one ending in ``…`` within ``width``."""
+    lines = lines[:max_lines]
+    last = lines[-1]
+    lines[-1] = (last[: width - 1] if len(last) >= width else last) + "…"
+    return lines
+
+
 def _wrap(text: str, width: int, max_lines: int, indent: str = "") -> list[str]:
+    # One character past what max_lines can hold, so a cut text still overflows.
+    text, cut = _cut(text, width * max_lines + 1)
     lines = textwrap.wrap(
         clean(text),
         width,
@@ -86,15 +113,17 @@ def _wrap(text: str, width: int, max_lines: int, indent: str = "") -> list[str]:
         break_long_words=True,
         break_on_hyphens=False,
     ) or [""]
-    if len(lines) > max_lines:
-        lines = lines[:max_lines]
-        last = lines[-1]
-        lines[-1] = (last[: width - 1] if len(last) >= width else last) + "…"
+    if len(lines) > max_lines or cut:
+        lines = _ellipsis(lines, width, max_lines)
     return lines
 
 
-def _wrap_plain(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True) or [""]
+def _wrap_plain(text: str, width: int, max_lines: int = PLAIN_LINES) -> list[str]:
+    text, cut = _cut(text, width * max_lines + 1)
+    lines = textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True) or [""]
+    if len(lines) > max_lines or cut:
+        lines = _ellipsis(lines, width, max_lines)
+    return lines
 
 
 def _table(findings: Sequence[Finding], width: int, style: _Style) -> list[str]:

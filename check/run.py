@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import mcpspec
 from mcpspec.runtime import ClientSession, Limits
+from mcpspec.runtime.errors import clip, show
 from mcpspec.runtime.negotiation import is_stateless
 
 from . import probes
@@ -196,11 +197,12 @@ def _negotiated(conv: Conversation, reply: Reply) -> bool:
 
 
 def _outcome(reply: Reply) -> str:
+    """How ``reply`` went, in words; values from the server bounded in size."""
     if reply.kind == "failed":
-        return str(reply.value.reason)
+        return clip(str(reply.value.reason))
     if reply.kind == "error":
         error = reply.value
-        return f"error {error.code} {error.message!r}"
+        return f"error {show(error.code)} {show(error.message)}"
     return {"timeout": "no answer in time", "closed": "the connection ended"}.get(
         reply.kind, reply.kind
     )
@@ -299,7 +301,7 @@ async def _offers(
                 f"initialize offering {version} must be answered with a version the server "
                 f"speaks ({', '.join(spoken)}); got "
                 + (
-                    f"protocolVersion {answered!r}"
+                    f"protocolVersion {show(answered)}"  # bounded: it comes from the server
                     if reply.kind == "result"
                     else probes.said(reply)
                 ),

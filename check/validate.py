@@ -673,9 +673,14 @@ class _Replay:
         for requester in ("client", "server"):
             session = self.sessions[requester]
             answerer = _OTHER[requester]
+            # Sort by (line, method) only: ids of one batch may be an int and a str,
+            # which do not compare; the stable sort keeps them in the order sent.
             open_requests = sorted(
-                (*self.requests[requester].get(_key(request_id), (0, "?")), request_id)
-                for request_id in session.outstanding
+                (
+                    (*self.requests[requester].get(_key(request_id), (0, "?")), request_id)
+                    for request_id in session.outstanding
+                ),
+                key=lambda entry: (entry[0], entry[1]),
             )
             for line, method, request_id in open_requests:
                 self.report.add(

@@ -455,6 +455,22 @@ def test_target_takes_http_urls_only() -> None:
     assert target.stderr == ""
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:99999/mcp", "http://127.0.0.1:abc/mcp", "http://[::1/mcp"]
+)
+def test_a_url_with_a_bad_port_is_a_usage_error(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcpspec.cli import main
+
+    with pytest.raises(ValueError, match="not a usable URL"):
+        HttpTarget(url)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--timeout", "1", url])
+    assert exit_info.value.code == 2
+    assert "not a usable URL" in capsys.readouterr().err
+
+
 # -- broken apps: each defect found by exactly its check ---------------------------------------
 
 

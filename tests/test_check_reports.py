@@ -101,6 +101,37 @@ def test_text_escapes_control_characters_and_shows_stderr_tail() -> None:
     assert text.index("  log line 30") < text.index("  bad \\x1b[31mred")
 
 
+def test_text_escapes_lone_surrogates_for_a_strict_utf8_stream() -> None:
+    revision = RevisionReport("2025-06-18", source="log\udcff.jsonl")
+    revision.add(broken("schema.message", "line 2: $.id", "bad \ud800 value"))
+    report = Report("log\udcff.jsonl", [revision])
+    text = render(report, width=100)
+    text.encode("utf-8")  # strict: raises on any lone surrogate left
+    assert "log\\udcff.jsonl" in text and "bad \\ud800 value" in text
+
+
+def test_a_huge_why_is_cut_before_it_is_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpspec.check import report_text
+
+    wrap = report_text.textwrap.wrap
+    lengths: list[int] = []
+
+    def spy(text: str, *args: Any, **kwargs: Any) -> list[str]:
+        lengths.append(len(text))
+        assert len(text) < 100_000, "wrapped whole: slow on a huge value"
+        return wrap(text, *args, **kwargs)
+
+    monkeypatch.setattr(report_text.textwrap, "wrap", spy)
+    revision = RevisionReport("2025-06-18", stopped="no " * 500_000)
+    revision.add(broken("protocol.negotiation", "initialize", "got " + "9" * 1_000_000))
+    revision.add(broken("protocol.ping", "ping", "x " * 500_000))
+    revision.add(Finding("surface.call", Outcome.SKIPPED, "", "y " * 500_000))
+    text = render(Report("server", [revision]), width=100)
+    assert lengths and len(text) < 20_000
+    block = text[text.index("protocol.negotiation") :].split("\n")[:WHY_LINES]
+    assert block[-1].endswith("…")
+
+
 def test_no_stderr_section_when_empty() -> None:
     report = _report()
     report.stderr = "\n  \n"

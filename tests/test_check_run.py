@@ -4,9 +4,11 @@ tables that tie session rules to checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -116,3 +118,130 @@ def test_a_schema_failure_shows_the_value_found_at_its_path() -> None:
     report = run(target, revisions=("2025-11-25",), timeout=3.0)
     [schema] = [f for f in report.findings() if f.check == "schema.message"]
     assert "serverInfo" in schema.why and "the value there: {" in schema.why
+
+
+#: A stdio server with one tool whose outputSchema is ``sys.argv[1]`` (JSON).
+_OUTPUT_SCHEMA_SERVER = r"""
+import json, sys
+OUT = json.loads(sys.argv[1])
+def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
+    i, meth = m["id"], m["method"]
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    elif meth == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [
+            {"name": "t", "inputSchema": {"type": "object"}, "outputSchema": OUT}]}})
+    elif meth == "tools/call":
+        out({"jsonrpc": "2.0", "id": i,
+             "result": {"content": [], "structuredContent": {"s": "a"}}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+
+
+@pytest.mark.parametrize(
+    ("schema", "check", "why"),
+    [
+        ({"type": "string", "pattern": "(["}, "surface.json-schema", "is not a 'regex'"),
+        ({"$ref": "#/$defs/missing"}, "surface.call", "cannot validate"),
+    ],
+)
+def test_a_broken_output_schema_is_a_finding_not_an_exception(
+    schema: dict[str, object], check: str, why: str
+) -> None:
+    out = {"type": "object", "properties": {"s": schema}}
+    target = StdioTarget(sys.executable, ["-c", _OUTPUT_SCHEMA_SERVER, json.dumps(out)])
+    report = run(target, revisions=("2025-06-18",), call_tools=True, timeout=3.0)
+    problems = [(f.check, f.why) for f in report.findings() if f.problem]
+    assert [c for c, w in problems if why in w] == [check]
+    if check != "surface.call":
+        # filed as a broken schema: the tool's result is not checked against it
+        assert "surface.call" not in {c for c, _ in problems}
+
+
+#: A stdio server sending a 1 MB value: as the protocolVersion of its answer to the
+#: negotiation probe (``version``), or as the message of an error to initialize.
+_HUGE_VALUE_SERVER = r"""
+import json, sys
+HUGE = "9" * 1_000_000
+def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError:
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
+        continue
+    if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
+    i, meth = m["id"], m["method"]
+    if meth == "initialize" and sys.argv[1] == "error":
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32603, "message": HUGE}})
+    elif meth == "initialize":
+        v = m["params"]["protocolVersion"]
+        v = HUGE if v == "1999-01-01" else "2025-06-18"
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": v,
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+
+
+@pytest.mark.parametrize("where", ["version", "error"])
+def test_a_huge_value_from_the_server_is_clipped_in_findings(where: str) -> None:
+    target = StdioTarget(sys.executable, ["-c", _HUGE_VALUE_SERVER, where])
+    report = run(target, revisions=("2025-06-18",), timeout=3.0)
+    negotiation = [f for f in report.findings() if f.check == "protocol.negotiation"]
+    assert any("999999" in f.why and f.problem for f in negotiation)
+    assert max(len(f.why) for f in report.findings()) < 2000
+    assert all(len(r.stopped or "") < 2000 for r in report.revisions)
+
+
+#: A stdio server whose one tool reports progress every 0.1 s and never answers.
+_PROGRESS_FOREVER_SERVER = r"""
+import json, sys, time
+def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError:
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
+        continue
+    if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
+    i, meth, p = m["id"], m["method"], m.get("params") or {}
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    elif meth == "tools/list":
+        out({"jsonrpc": "2.0", "id": i,
+             "result": {"tools": [{"name": "slow", "inputSchema": {"type": "object"}}]}})
+    elif meth == "tools/call" and not isinstance(p.get("arguments", {}), dict):
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": "bad"}})
+    elif meth == "tools/call":
+        token = (p.get("_meta") or {}).get("progressToken")
+        for n in range(1, 10_000):
+            out({"jsonrpc": "2.0", "method": "notifications/progress",
+                 "params": {"progressToken": token, "progress": n}})
+            time.sleep(0.1)
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+
+
+def test_progress_forever_is_a_timeout_in_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpspec.check import conversation
+
+    monkeypatch.setattr(conversation, "MAX_WAIT_TIMEOUTS", 3, raising=False)
+    target = StdioTarget(sys.executable, ["-c", _PROGRESS_FOREVER_SERVER])
+    options = Options(revisions=("2025-06-18",), call_tools=True, timeout=0.5)
+
+    async def bounded() -> Report:
+        with anyio.fail_after(20):  # without a cap the call is waited for forever
+            return await check_server(target, options)
+
+    started = time.monotonic()
+    report = anyio.run(bounded)
+    assert time.monotonic() - started < 15
+    [call] = [f for f in report.findings() if f.check == "surface.call"]
+    assert call.outcome is Outcome.PASSED and "1 still busy after the timeout" in call.why

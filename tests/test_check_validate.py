@@ -487,3 +487,13 @@ def test_any_recording_gives_findings_or_a_clear_error(
         assert finding.revision == report.revision
         if finding.problem:
             assert finding.where.startswith("line ")
+
+
+def test_unanswered_batch_with_int_and_str_ids_is_a_warning_each(tmp_path: Path) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": "a", "method": "ping"},
+    ]
+    path = _transcript(tmp_path, *OPENING, ("client", batch))
+    warnings = [f.why for f in validate_file(path).findings if f.check == "protocol.responses"]
+    assert [w.split("(")[1].split(")")[0] for w in warnings] == ["id 1", "id 'a'"]

@@ -673,14 +673,14 @@ class _Replay:
         for requester in ("client", "server"):
             session = self.sessions[requester]
             answerer = _OTHER[requester]
-            # Sort by (line, method) only: ids of one batch may be an int and a str,
-            # which do not compare; the stable sort keeps them in the order sent.
+            # Ids of one batch may be an int and a str, which do not compare: integers
+            # first, then strings (the set of outstanding ids has no order of its own).
             open_requests = sorted(
                 (
                     (*self.requests[requester].get(_key(request_id), (0, "?")), request_id)
                     for request_id in session.outstanding
                 ),
-                key=lambda entry: (entry[0], entry[1]),
+                key=lambda entry: (entry[0], entry[1], *_id_order(entry[2])),
             )
             for line, method, request_id in open_requests:
                 self.report.add(
@@ -752,3 +752,10 @@ def validate_files(paths: Iterable[str | Path]) -> Report:
         report.revisions.append(validate_file(path))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _id_order(request_id: Any) -> tuple[bool, int, str]:
+    """A sort key for request ids of either type: integers first, then strings."""
+    if isinstance(request_id, int):
+        return False, request_id, ""
+    return True, 0, str(request_id)

@@ -23,7 +23,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from .catalog import CHECKS
 from .findings import Finding, Outcome, Report, RevisionReport
@@ -89,41 +89,32 @@ class _Style:
         return f"{_BOLD}{text}{_RESET}" if self.color else text
 
 
-def _cut(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` cut to ``limit`` characters, and whether it was cut. Wrapping a huge
-    value only to keep a few lines of it is slow, so the cut comes first."""
-    return (text[:limit], True) if len(text) > limit else (text, False)
-
-
-def _ellipsis(lines: list[str], width: int, max_lines: int) -> list[str]:
-    """``lines`` cut to ``max_lines``, the last one ending in ``…`` within ``width``."""
-    lines = lines[:max_lines]
-    last = lines[-1]
-    lines[-1] = (last[: width - 1] if len(last) >= width else last) + "…"
+def _bounded_wrap(
+    text: str, width: int, max_lines: int, *, escape: bool = False, **options: Any
+) -> list[str]:
+    """``textwrap.wrap(text, width, **options)`` kept to ``max_lines`` lines, the last
+    one ending in ``…`` when something was left out (``escape``: the text passed
+    through :func:`clean`). The text is cut first, one character past what ``max_lines``
+    can hold: wrapping a huge value only to keep a few lines of it is slow."""
+    limit = width * max_lines + 1
+    cut = len(text) > limit
+    text = clean(text[:limit]) if escape else text[:limit]
+    lines = textwrap.wrap(text, width, break_long_words=True, **options) or [""]
+    if len(lines) > max_lines or cut:
+        lines = lines[:max_lines]
+        last = lines[-1]
+        lines[-1] = (last[: width - 1] if len(last) >= width else last) + "…"
     return lines
 
 
 def _wrap(text: str, width: int, max_lines: int, indent: str = "") -> list[str]:
-    # One character past what max_lines can hold, so a cut text still overflows.
-    text, cut = _cut(text, width * max_lines + 1)
-    lines = textwrap.wrap(
-        clean(text),
-        width,
-        subsequent_indent=indent,
-        break_long_words=True,
-        break_on_hyphens=False,
-    ) or [""]
-    if len(lines) > max_lines or cut:
-        lines = _ellipsis(lines, width, max_lines)
-    return lines
+    return _bounded_wrap(
+        text, width, max_lines, escape=True, subsequent_indent=indent, break_on_hyphens=False
+    )
 
 
 def _wrap_plain(text: str, width: int, max_lines: int = PLAIN_LINES) -> list[str]:
-    text, cut = _cut(text, width * max_lines + 1)
-    lines = textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True) or [""]
-    if len(lines) > max_lines or cut:
-        lines = _ellipsis(lines, width, max_lines)
-    return lines
+    return _bounded_wrap(text, width, max_lines, subsequent_indent="  ")
 
 
 def _table(findings: Sequence[Finding], width: int, style: _Style) -> list[str]:

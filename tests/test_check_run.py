@@ -120,28 +120,39 @@ def test_a_schema_failure_shows_the_value_found_at_its_path() -> None:
     assert "serverInfo" in schema.why and "the value there: {" in schema.why
 
 
-#: A stdio server with one tool whose outputSchema is ``sys.argv[1]`` (JSON).
-_OUTPUT_SCHEMA_SERVER = r"""
-import json, sys
-OUT = json.loads(sys.argv[1])
+#: The start of a scripted stdio server: its request loop up to the branches on
+#: ``meth`` (``i`` the id, ``p`` the params); a line that is no JSON is answered -32700.
+_SERVER_HEAD = r"""
+import json, sys, time
 def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
 for line in sys.stdin:
     try: m = json.loads(line)
-    except ValueError: continue
+    except ValueError:
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
+        continue
     if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
-    i, meth = m["id"], m["method"]
+    i, meth, p = m["id"], m["method"], m.get("params") or {}
+"""
+
+
+#: A stdio server with one tool whose outputSchema is ``sys.argv[1]`` (JSON).
+_OUTPUT_SCHEMA_SERVER = (
+    _SERVER_HEAD
+    + r"""
     if meth == "initialize":
         out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
              "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
     elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
     elif meth == "tools/list":
+        schema = json.loads(sys.argv[1])
         out({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-            {"name": "t", "inputSchema": {"type": "object"}, "outputSchema": OUT}]}})
+            {"name": "t", "inputSchema": {"type": "object"}, "outputSchema": schema}]}})
     elif meth == "tools/call":
         out({"jsonrpc": "2.0", "id": i,
              "result": {"content": [], "structuredContent": {"s": "a"}}})
     else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
 """
+)
 
 
 @pytest.mark.parametrize(
@@ -166,27 +177,21 @@ def test_a_broken_output_schema_is_a_finding_not_an_exception(
 
 #: A stdio server sending a 1 MB value: as the protocolVersion of its answer to the
 #: negotiation probe (``version``), or as the message of an error to initialize.
-_HUGE_VALUE_SERVER = r"""
-import json, sys
-HUGE = "9" * 1_000_000
-def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError:
-        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
-        continue
-    if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
-    i, meth = m["id"], m["method"]
+_HUGE_VALUE_SERVER = (
+    _SERVER_HEAD
+    + r"""
+    huge = "9" * 1_000_000
     if meth == "initialize" and sys.argv[1] == "error":
-        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32603, "message": HUGE}})
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32603, "message": huge}})
     elif meth == "initialize":
-        v = m["params"]["protocolVersion"]
-        v = HUGE if v == "1999-01-01" else "2025-06-18"
+        v = p["protocolVersion"]
+        v = huge if v == "1999-01-01" else "2025-06-18"
         out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": v,
              "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
     elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
     else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
 """
+)
 
 
 @pytest.mark.parametrize("where", ["version", "error"])
@@ -200,16 +205,9 @@ def test_a_huge_value_from_the_server_is_clipped_in_findings(where: str) -> None
 
 
 #: A stdio server whose one tool reports progress every 0.1 s and never answers.
-_PROGRESS_FOREVER_SERVER = r"""
-import json, sys, time
-def out(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError:
-        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
-        continue
-    if not isinstance(m, dict) or "id" not in m or "method" not in m: continue
-    i, meth, p = m["id"], m["method"], m.get("params") or {}
+_PROGRESS_FOREVER_SERVER = (
+    _SERVER_HEAD
+    + r"""
     if meth == "initialize":
         out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
              "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
@@ -227,6 +225,7 @@ for line in sys.stdin:
             time.sleep(0.1)
     else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
 """
+)
 
 
 def test_progress_forever_is_a_timeout_in_the_end(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -126,19 +126,27 @@ def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, An
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-async def test_a_batch_whose_request_outlives_the_linger_is_still_answered_whole() -> None:
+@asynccontextmanager
+async def raw_fixture_server(revision: str) -> AsyncIterator[ProcessStream]:
+    """The fixture server (linger 0.2 s) with the lines of a handshake written to it
+    (the answer to ``initialize`` is left to read)."""
     with anyio.fail_after(HANG_GUARD):
         async with launch_server(
             sys.executable, [SERVER, "--linger", "0.2"], stderr="discard"
         ) as stream:
-            for line in _initialize("2025-03-26"):
+            for line in _initialize(revision):
                 await stream.send(line)
-            assert msgspec.json.decode(await stream.receive())["id"] == 0
-            await stream.send(_line([_call(1, "slow", {}), _call(2, "add", {"a": 1, "b": 1})]))
-            assert stream.process.stdin is not None
-            await stream.process.stdin.aclose()
-            batch = msgspec.json.decode(await stream.receive())
-            assert await stream.process.wait() == 0
+            yield stream
+
+
+async def test_a_batch_whose_request_outlives_the_linger_is_still_answered_whole() -> None:
+    async with raw_fixture_server("2025-03-26") as stream:
+        assert msgspec.json.decode(await stream.receive())["id"] == 0
+        await stream.send(_line([_call(1, "slow", {}), _call(2, "add", {"a": 1, "b": 1})]))
+        assert stream.process.stdin is not None
+        await stream.process.stdin.aclose()
+        batch = msgspec.json.decode(await stream.receive())
+        assert await stream.process.wait() == 0
     answers = {answer["id"]: answer for answer in batch}
     assert answers[2]["result"]["content"][0]["text"] == "2"
     # The request cancelled as the server ended is answered, with the reason.
@@ -147,19 +155,14 @@ async def test_a_batch_whose_request_outlives_the_linger_is_still_answered_whole
 
 
 async def test_a_client_that_stops_reading_does_not_keep_the_server_alive() -> None:
-    with anyio.fail_after(HANG_GUARD):
-        async with launch_server(
-            sys.executable, [SERVER, "--linger", "0.2"], stderr="discard"
-        ) as stream:
-            for line in _initialize("2025-11-25"):
-                await stream.send(line)
-            # Its answer is larger than a pipe holds, and is never read.
-            await stream.send(_line(_call(1, "echo", {"message": "x" * (1 << 20)})))
-            assert stream.process.stdin is not None
-            await stream.process.stdin.aclose()
-            # The linger, then the grace of a handler stuck in a write: the server
-            # exits by itself.
-            assert await stream.process.wait() == 0
+    async with raw_fixture_server("2025-11-25") as stream:
+        # Its answer is larger than a pipe holds, and is never read.
+        await stream.send(_line(_call(1, "echo", {"message": "x" * (1 << 20)})))
+        assert stream.process.stdin is not None
+        await stream.process.stdin.aclose()
+        # The linger, then the grace of a handler stuck in a write: the server
+        # exits by itself.
+        assert await stream.process.wait() == 0
 
 
 async def test_the_server_dying_fails_every_pending_request_at_once() -> None:

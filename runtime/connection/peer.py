@@ -574,18 +574,20 @@ class Peer(Generic[S]):
         that outlives its cancellation by :data:`STUCK_GRACE` seconds is stuck in a
         write the peer does not read: the stream is closed, which fails the write."""
         with anyio.move_on_after(self.linger):
-            while self._handling:
-                await self._handler_ended()
+            await self._handlers_ended()
         if not self._handling:
             return
         self._abandoning = True
         for scope in list(self._handling.values()):
             scope.cancel()
         with anyio.move_on_after(STUCK_GRACE):
-            while self._handling:
-                await self._handler_ended()
+            await self._handlers_ended()
         if self._handling:
             await self.aclose("the peer does not read what is written")
+        await self._handlers_ended()
+
+    async def _handlers_ended(self) -> None:
+        """Return when no handler of the peer's requests runs."""
         while self._handling:
             await self._handler_ended()
 

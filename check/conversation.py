@@ -133,10 +133,8 @@ class Conversation:
         self._raw_ids = 0
         #: Messages the server wrote, and how many of them decoded.
         self.seen = 0
-        #: Notifications and progress the server sent, in order.
-        self.notifications: list[NotificationReceived | ProgressReceived] = []
-        #: Requests the server sent, by method.
-        self.server_requests: list[str] = []
+        #: Progress notifications the server sent for the checker's requests.
+        self.progress = 0
         #: Requests the checker cancelled -> (where, error code) of an error answering one.
         self.cancelled: dict[Any, tuple[str, Any] | None] = {}
         self.ready: SessionReady | None = None
@@ -158,8 +156,7 @@ class Conversation:
     # -- findings -----------------------------------------------------------------------
 
     def file(self, finding: Finding) -> None:
-        self.report.add(finding)
-        if self._on_finding is not None:
+        if self.report.add(finding) and self._on_finding is not None:
             self._on_finding(finding)
 
     def problem(self, check: str, where: str, why: str) -> None:
@@ -169,8 +166,8 @@ class Conversation:
     def passed(self, check: str, where: str, why: str) -> None:
         self.file(Finding(check, Outcome.PASSED, where, why, self.report.revision))
 
-    def skipped(self, check: str, why: str) -> None:
-        self.file(Finding(check, Outcome.SKIPPED, "", why, self.report.revision))
+    def skipped(self, check: str, why: str, where: str = "") -> None:
+        self.file(Finding(check, Outcome.SKIPPED, where, why, self.report.revision))
 
     # -- sending ------------------------------------------------------------------------
 
@@ -358,9 +355,9 @@ class Conversation:
             elif isinstance(event, RequestReceived):
                 await self._answer(event)
             elif isinstance(event, NotificationReceived | ProgressReceived):
-                self.notifications.append(event)
                 self._declared(event.notification, where)
                 if isinstance(event, ProgressReceived):
+                    self.progress += 1
                     waiter = self._waiters.get(event.request_id)
                     if waiter is not None:
                         waiter.progress += 1
@@ -456,7 +453,6 @@ class Conversation:
 
     async def _answer(self, event: RequestReceived) -> None:
         """Answer a request of the server as a plain client would."""
-        self.server_requests.append(event.method)
         result: dict[str, Any] | None = _ANSWERS.get(event.method)
         if result is None:
             error = ErrorObject(code=-32601, message="not offered by the checker")

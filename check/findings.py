@@ -13,10 +13,15 @@ import enum
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Final
 
 from .catalog import CHECKS, Level
 
-__all__ = ["Finding", "Outcome", "Report", "RevisionReport", "broken"]
+__all__ = ["MAX_PROBLEMS", "Finding", "Outcome", "Report", "RevisionReport", "broken"]
+
+#: Problems (failures and warnings) listed at most per check and revision; the rest are
+#: counted in one more finding.
+MAX_PROBLEMS: Final = 100
 
 
 class Outcome(str, enum.Enum):
@@ -72,8 +77,38 @@ class RevisionReport:
     #: What was judged, when not the run's target (``validate``: the file).
     source: str = ""
 
-    def add(self, finding: Finding) -> None:
+    #: Problems filed per check, and where the finding counting those not listed is.
+    _problems: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _unlisted_at: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def add(self, finding: Finding) -> bool:
+        """Keep ``finding``; whether it is listed as itself (``False``: it is counted in
+        the one finding that stands for a check's problems past :data:`MAX_PROBLEMS`)."""
+        if finding.problem:
+            filed = self._problems[finding.check] = self._problems.get(finding.check, 0) + 1
+            if filed > MAX_PROBLEMS:
+                self._unlisted(finding, filed - MAX_PROBLEMS)
+                return False
         self.findings.append(finding)
+        return True
+
+    def _unlisted(self, finding: Finding, count: int) -> None:
+        # A server can break one rule with every message it sends: past the cap, one
+        # finding counts the rest, so a flood grows a number, not the report.
+        summary = Finding(
+            finding.check,
+            finding.outcome,
+            "",
+            f"{count} more {finding.outcome.value} findings of this check are not listed: "
+            f"only the first {MAX_PROBLEMS} are",
+            finding.revision,
+        )
+        at = self._unlisted_at.get(finding.check)
+        if at is None:
+            self._unlisted_at[finding.check] = len(self.findings)
+            self.findings.append(summary)
+        else:
+            self.findings[at] = summary
 
     def problems(self, outcome: Outcome) -> list[Finding]:
         return [f for f in self.findings if f.outcome is outcome]

@@ -478,20 +478,29 @@ class HttpLink:
     ) -> None:
         """Post a notification or response; judge the acknowledgement."""
         headers = self._headers(data, message)
+        status: int | None = None
+        body = b""
         try:
-            async with self._client.stream(
-                "POST", self._target.url, content=data, headers=headers, timeout=self._timeout
-            ) as response:
-                status = response.status_code
-                try:
-                    body = await read_body(response, 65536)
-                except BodyTooLarge:
-                    body = b"(long)"
+            # httpx's timeout is per read: a body trickling in would never end.
+            with anyio.move_on_after(self._timeout) as scope:
+                async with self._client.stream(
+                    "POST", self._target.url, content=data, headers=headers, timeout=self._timeout
+                ) as response:
+                    status = response.status_code
+                    try:
+                        body = await read_body(response, 65536)
+                    except BodyTooLarge:
+                        body = b"(long)"
         except httpx.HTTPError as exc:
             raise LinkClosed(f"POST {self._target.url} failed: {exc!r}") from exc
+        if status is None:
+            raise LinkClosed(f"POST {self._target.url}: no answer in {self._timeout:g} s")
         what = message.method if kind == "notification" else "a response"
-        if 200 <= status < 300 and (status != 202 or body.strip()):
+        unfinished = scope.cancelled_caught
+        if 200 <= status < 300 and (status != 202 or body.strip() or unfinished):
             shown = "a body" if body.strip() else "no body"
+            if unfinished:
+                shown = f"a body that did not end in {self._timeout:g} s"
             self._file(
                 "http.status",
                 f"{what} was answered {status} with {shown}; a notification or response "
@@ -800,15 +809,19 @@ class HttpLink:
         if kind == "request" and message is not None and message.method == "initialize":
             self._initialize_id = message.id
         headers = {**self._target.headers, "Content-Type": "application/json"}
+        status: int | None = None
         try:
-            async with self._client.stream(
-                "POST", channel.endpoint, content=data, headers=headers, timeout=self._timeout
-            ) as response:
-                status = response.status_code
-                with suppress(BodyTooLarge):
-                    await read_body(response, 65536)
+            with anyio.move_on_after(self._timeout):  # a trickling body ends here too
+                async with self._client.stream(
+                    "POST", channel.endpoint, content=data, headers=headers, timeout=self._timeout
+                ) as response:
+                    status = response.status_code
+                    with suppress(BodyTooLarge):
+                        await read_body(response, 65536)
         except httpx.HTTPError as exc:
             raise LinkClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
+        if status is None:
+            raise LinkClosed(f"POST {channel.endpoint}: no answer in {self._timeout:g} s")
         if kind != "other" and 200 <= status < 300 and status not in (200, 202, 204):
             path = urlsplit(channel.endpoint).path or "/"
             file_once(

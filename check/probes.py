@@ -10,7 +10,6 @@ and with ``call_tools`` every tool.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import anyio
@@ -21,7 +20,7 @@ from mcpspec.runtime.errors import clip, show
 
 from .catalog import CHECKS, Level
 from .conversation import Conversation, Reply
-from .json_schema import check_schema, example_of, validate
+from .json_schema import GaveUp, check_schema, example_of, validate
 
 __all__ = [
     "cancellation",
@@ -284,9 +283,9 @@ async def surface(conv: Conversation, *, call_tools: bool) -> None:
     await _read_resources(conv, found.get("resources/list"))
     await _get_prompts(conv, found.get("prompts/list"))
     tools = found.get("tools/list")
-    _tool_schemas(conv, tools)
+    sound = _tool_schemas(conv, tools)
     if call_tools:
-        await _call_tools(conv, tools)
+        await _call_tools(conv, tools, sound)
     else:
         conv.skipped("surface.call", "tools are called only with --call-tools")
 
@@ -327,40 +326,61 @@ async def _get_prompts(conv: Conversation, prompts: list[dict[str, Any]] | None)
         conv.passed("surface.read", "prompts/get", f"{got} prompts got")
 
 
-def _schemas(tools: list[dict[str, Any]]) -> Iterator[tuple[str, str, Any]]:
+#: A tool's schema: (the tool's index in the list, ``inputSchema`` or ``outputSchema``).
+Schema = tuple[int, str]
+
+
+def _tool_schemas(conv: Conversation, tools: list[dict[str, Any]] | None) -> set[Schema]:
+    """Check every tool's schemas; the ones found sound (the others cannot be used)."""
+    sound: set[Schema] = set()
+    if not tools:
+        return sound
+    bad = unchecked = 0
     for index, tool in enumerate(tools):
         for member in ("inputSchema", "outputSchema"):
-            if member in tool:
-                yield f"tools/list: $.tools[{index}].{member}", str(tool.get("name")), tool[member]
-
-
-def _tool_schemas(conv: Conversation, tools: list[dict[str, Any]] | None) -> None:
-    if not tools:
-        return
-    bad = 0
-    for where, name, schema in _schemas(tools):
-        problem = check_schema(schema)
-        if problem is not None:
-            bad += 1
-            conv.problem("surface.json-schema", where, f"tool {show(name)}: {problem}")
+            if member not in tool:
+                continue
+            where = f"tools/list: $.tools[{index}].{member}"
+            name = show(tool.get("name"))
+            try:
+                problem = check_schema(tool[member])
+            except GaveUp as exc:
+                unchecked += 1
+                conv.skipped("surface.json-schema", f"tool {name}: not checked: {exc}", where)
+                continue
+            if problem is None:
+                sound.add((index, member))
+            else:
+                bad += 1
+                conv.problem("surface.json-schema", where, f"tool {name}: {problem}")
     if not bad:
-        conv.passed("surface.json-schema", "tools/list", f"{len(tools)} tools")
+        more = f" ({unchecked} schemas not checked)" if unchecked else ""
+        conv.passed("surface.json-schema", "tools/list", f"{len(tools)} tools{more}")
+    return sound
 
 
-async def _call_tools(conv: Conversation, tools: list[dict[str, Any]] | None) -> None:
+async def _call_tools(
+    conv: Conversation, tools: list[dict[str, Any]] | None, sound: set[Schema]
+) -> None:
     """Call every tool with arguments made from its inputSchema. A JSON-RPC error, a tool
     error or a tool still busy after the timeout (cancelled then) is no defect: MCP has
     no rule on what a tool does. A result that breaks the tool's outputSchema is."""
     if not tools:
         conv.skipped("surface.call", "no tools")
         return
-    counts = {"result": 0, "error": 0, "busy": 0, "input": 0}
-    for tool in tools:
+    counts = {"result": 0, "error": 0, "busy": 0, "input": 0, "unbuilt": 0}
+    for index, tool in enumerate(tools):
         name = tool.get("name")
-        schema = tool.get("inputSchema")
-        if check_schema(schema) is not None:
+        if (index, "inputSchema") not in sound:
             continue  # filed by surface.json-schema; no arguments can be made for it
-        request = typed(conv, "tools/call", {"name": name, "arguments": example_of(schema)})
+        try:
+            arguments = example_of(tool["inputSchema"])
+        except GaveUp as exc:
+            counts["unbuilt"] += 1
+            why = f"tool {show(name)}: not called, no arguments could be built: {exc}"
+            conv.skipped("surface.call", why, f"tools/call {show(name)}")
+            continue
+        request = typed(conv, "tools/call", {"name": name, "arguments": arguments})
         reply = await conv.request(request, progress_token=f"mcpspec-check-{name}")
         where = reply.where or f"tools/call {name}"
         if reply.kind == "timeout":
@@ -373,7 +393,8 @@ async def _call_tools(conv: Conversation, tools: list[dict[str, Any]] | None) ->
                 counts["input"] += 1  # asks for input: the retry is not followed
                 continue
             counts["result"] += 1
-            _check_structured(conv, tool, reply.value, where)
+            if (index, "outputSchema") in sound:
+                _check_structured(conv, tool, reply.value, where)
         elif reply.kind == "closed":
             conv.problem("surface.call", where, f"tool {show(name)}: the connection ended")
             return
@@ -381,16 +402,15 @@ async def _call_tools(conv: Conversation, tools: list[dict[str, Any]] | None) ->
         "surface.call",
         "tools/call",
         f"{len(tools)} tools: {counts['result']} results, {counts['error']} errors, "
-        f"{counts['input']} asking for input, {counts['busy']} still busy after the timeout",
+        f"{counts['input']} asking for input, {counts['busy']} still busy after the timeout, "
+        f"{counts['unbuilt']} not called",
     )
 
 
 def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, where: str) -> None:
-    output = tool.get("outputSchema")
-    if output is None or getattr(result, "is_error", False) is True:
+    """Check a result against the tool's outputSchema (found sound by the caller)."""
+    if getattr(result, "is_error", False) is True:
         return
-    if check_schema(output) is not None:
-        return  # filed by surface.json-schema; nothing can be checked against it
     structured = getattr(result, "structured_content", msgspec.UNSET)
     name = show(tool.get("name"))
     if structured is msgspec.UNSET or structured is None:
@@ -400,7 +420,12 @@ def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, whe
             f"tool {name} declares an outputSchema but its result has no structuredContent",
         )
         return
-    problem = validate(msgspec.to_builtins(structured), output)
+    try:
+        problem = validate(msgspec.to_builtins(structured), tool["outputSchema"])
+    except GaveUp as exc:
+        why = f"tool {show(tool.get('name'))}: structuredContent not checked: {exc}"
+        conv.skipped("surface.call", why, f"{where}: $.result.structuredContent")
+        return
     if problem is not None:
         path, why = problem
         conv.problem(

@@ -329,13 +329,12 @@ _EVERY_MESSAGE: Final = (
 def _clean_bills(conv: Conversation) -> None:
     section = conv.report
     filed = {f.check for f in section.findings if f.outcome is not Outcome.PASSED}
-    progress = sum(1 for n in conv.notifications if getattr(n, "progress_token", None) is not None)
     for check in _EVERY_MESSAGE:
         if check in filed:
             continue
         why = f"{conv.seen} messages"
         if check == "protocol.progress":
-            why = f"{progress} progress notifications"
+            why = f"{conv.progress} progress notifications"
         section.add(Finding(check, Outcome.PASSED, "", why, section.revision))
     if is_stateless(section.revision) and "protocol.result-type" not in filed:
         section.add(Finding("protocol.result-type", Outcome.PASSED, "", "", section.revision))

@@ -200,6 +200,31 @@ def spoil_session_id(app: App) -> App:
     return wrapped
 
 
+def trickle_accepted(app: App) -> App:
+    """Answer 202 with a body that trickles in, a byte every 50 ms, for 10 s."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        accepted = False
+
+        async def trickle(message: Message) -> None:
+            nonlocal accepted
+            if message["type"] == "http.response.start":
+                accepted = message["status"] == 202
+                if accepted:  # no Content-Length: the body is sent chunked
+                    headers = message.get("headers", [])
+                    headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+                    message = {**message, "headers": headers}
+            elif accepted and not message.get("more_body"):
+                for _ in range(200):
+                    await send({"type": "http.response.body", "body": b" ", "more_body": True})
+                    await anyio.sleep(0.05)
+            await send(message)
+
+        await app(scope, receive, trickle)
+
+    return wrapped
+
+
 def record_headers(app: App, seen: list[dict[str, str]]) -> App:
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -494,6 +519,22 @@ async def test_a_notification_answered_200_is_an_http_status_failure() -> None:
         assert "notifications/initialized was answered 200" in found.why
         assert "202 Accepted with no body" in found.why
         assert "2025-11-25 transports" in found.why
+
+
+async def test_an_accepted_notification_whose_body_never_ends_is_given_up() -> None:
+    report = RevisionReport("2025-11-25")
+    async with serve_app(trickle_accepted(build_server().http_app())) as base:
+        target = HttpTarget(base + "/mcp", timeout=1.0)
+        async with target.connect(report) as link:
+            with anyio.fail_after(5):  # the trickle lasts 10 s
+                await open_session(link, "2025-11-25")
+            await link.send(encode({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            await answer_of(link, 2)
+    [found] = problems(report)
+    assert (found.check, found.where) == ("http.status", "POST /mcp")
+    assert "notifications/initialized was answered 202 with a body that did not end in 1 s" in (
+        found.why
+    )
 
 
 async def test_requests_without_a_session_id_accepted_is_an_http_session_warning() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpspec.check import Finding, Outcome, Report, RevisionReport
-from mcpspec.check.findings import broken
+from mcpspec.check.findings import MAX_PROBLEMS, broken
 from mcpspec.check.report_json import as_json, dumps, write_json
 from mcpspec.check.report_junit import dumps as junit_dumps
 from mcpspec.check.report_junit import write_junit
@@ -310,3 +310,24 @@ def test_junit_escapes_everything() -> None:
     assert '<where> & "x": nul \\x00, esc \\x1b, surrogate \\xdc80 ]]>' in (failure.text or "")
     err = root.find("system-err")
     assert err is not None and "bad \\x1b[31mred" in (err.text or "")
+
+
+def test_problems_past_the_cap_are_counted_in_one_finding() -> None:
+    section = RevisionReport("2025-11-25")
+    listed = [
+        section.add(broken("protocol.capabilities", f"stdout line {n}", "undeclared"))
+        for n in range(MAX_PROBLEMS + 150)
+    ]
+    section.add(Finding("protocol.capabilities", Outcome.SKIPPED, "", "skipped stays"))
+    section.add(broken("protocol.ping", "stdout line 9", "not answered"))
+    assert listed == [True] * MAX_PROBLEMS + [False] * 150
+    capped = [f for f in section.findings if f.check == "protocol.capabilities"]
+    assert [f.where for f in capped[:MAX_PROBLEMS]] == [
+        f"stdout line {n}" for n in range(MAX_PROBLEMS)
+    ]
+    summary = capped[MAX_PROBLEMS]
+    assert summary.outcome is Outcome.FAILED
+    assert summary.why.startswith("150 more failed findings of this check are not listed")
+    assert [f.why for f in capped[MAX_PROBLEMS + 1 :]] == ["skipped stays"]
+    assert section.problems(Outcome.FAILED)[-1].check == "protocol.ping"
+    assert len(section.findings) == MAX_PROBLEMS + 3

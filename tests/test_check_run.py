@@ -135,8 +135,9 @@ for line in sys.stdin:
 """
 
 
-#: A stdio server with one tool whose outputSchema is ``sys.argv[1]`` (JSON).
-_OUTPUT_SCHEMA_SERVER = (
+#: A stdio server with one tool, ``t``: ``sys.argv[1]`` is the tool's members but its name
+#: (JSON), ``sys.argv[2]`` the structuredContent of every call's result (JSON).
+_ONE_TOOL_SERVER = (
     _SERVER_HEAD
     + r"""
     if meth == "initialize":
@@ -144,15 +145,24 @@ _OUTPUT_SCHEMA_SERVER = (
              "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
     elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
     elif meth == "tools/list":
-        schema = json.loads(sys.argv[1])
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-            {"name": "t", "inputSchema": {"type": "object"}, "outputSchema": schema}]}})
+        tool = {"name": "t", **json.loads(sys.argv[1])}
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [tool]}})
     elif meth == "tools/call":
         out({"jsonrpc": "2.0", "id": i,
-             "result": {"content": [], "structuredContent": {"s": "a"}}})
+             "result": {"content": [], "structuredContent": json.loads(sys.argv[2])}})
     else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
 """
 )
+
+
+def one_tool(tool: dict[str, object], structured: object = None) -> StdioTarget:
+    """A target serving one tool (``t``), answering every call with ``structured``."""
+    members = json.dumps({"inputSchema": {"type": "object"}, **tool})
+    return python_args(_ONE_TOOL_SERVER, members, json.dumps(structured or {"s": "a"}))
+
+
+def python_args(code: str, *args: str) -> StdioTarget:
+    return StdioTarget(sys.executable, ["-c", code, *args])
 
 
 @pytest.mark.parametrize(
@@ -166,13 +176,73 @@ def test_a_broken_output_schema_is_a_finding_not_an_exception(
     schema: dict[str, object], check: str, why: str
 ) -> None:
     out = {"type": "object", "properties": {"s": schema}}
-    target = StdioTarget(sys.executable, ["-c", _OUTPUT_SCHEMA_SERVER, json.dumps(out)])
-    report = run(target, revisions=("2025-06-18",), call_tools=True, timeout=3.0)
+    report = run(
+        one_tool({"outputSchema": out}), revisions=("2025-06-18",), call_tools=True, timeout=3.0
+    )
     problems = [(f.check, f.why) for f in report.findings() if f.problem]
     assert [c for c, w in problems if why in w] == [check]
     if check != "surface.call":
         # filed as a broken schema: the tool's result is not checked against it
         assert "surface.call" not in {c for c, _ in problems}
+
+
+def test_schema_work_past_its_bounds_is_not_checked_and_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpspec.check import json_schema
+
+    monkeypatch.setattr(json_schema, "MAX_SECONDS", 0.3)
+    deep: dict[str, object] = {"type": "string", "minLength": 1024}
+    for _ in range(8):  # 16**8 strings of 1 KiB: arguments that cannot be built
+        deep = {"type": "array", "minItems": 16, "items": deep}
+    unbuildable = {"type": "object", "required": ["x"], "properties": {"x": deep}}
+    backtracking = {"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}}
+    for tool, structured, where, why in [
+        ({"inputSchema": unbuildable}, None, "tools/call 't'", "no arguments could be built"),
+        (
+            {"outputSchema": backtracking},
+            {"s": "a" * 64 + "b"},
+            "$.result.structuredContent",
+            "structuredContent not checked: validating against the schema took over 0.3 s",
+        ),
+    ]:
+        target = one_tool(tool, structured)
+        report = run(target, revisions=("2025-06-18",), call_tools=True, timeout=3.0)
+        calls = [f for f in report.findings() if f.check == "surface.call"]
+        [skipped] = [f for f in calls if f.outcome is Outcome.SKIPPED]
+        assert skipped.where.endswith(where) and why in skipped.why
+        surface = [f for f in report.findings() if f.check.startswith("surface.")]
+        assert not [f for f in surface if f.problem]
+
+
+#: A stdio server that answers initialize, then floods ``sys.argv[1]`` log messages
+#: (without the logging capability) before it answers anything else.
+_FLOOD_SERVER = (
+    _SERVER_HEAD
+    + r"""
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+        log = {"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "info", "data": "x"}}
+        sys.stdout.write((json.dumps(log) + "\n") * int(sys.argv[1])); sys.stdout.flush()
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+)
+
+
+def test_a_flood_breaking_one_rule_is_counted_not_listed() -> None:
+    from mcpspec.check.findings import MAX_PROBLEMS
+
+    flood = MAX_PROBLEMS + 400
+    report = run(python_args(_FLOOD_SERVER, str(flood)), revisions=("2025-06-18",), timeout=2.0)
+    [revision] = [r for r in report.revisions if r.revision == "2025-06-18"]
+    undeclared = [f for f in revision.findings if f.check == "protocol.capabilities"]
+    assert len(undeclared) == MAX_PROBLEMS + 1
+    assert all("notifications/message without the logging" in f.why for f in undeclared[:-1])
+    assert undeclared[-1].outcome is Outcome.FAILED
+    assert undeclared[-1].why.startswith("400 more failed findings of this check")
 
 
 #: A stdio server sending a 1 MB value: as the protocolVersion of its answer to the

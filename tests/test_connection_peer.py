@@ -373,3 +373,42 @@ async def test_a_timeout_bounds_a_request_that_cannot_be_written() -> None:
                 # Its own timeout, not the hang guard, ended the wait.
                 assert anyio.current_time() - started < HANG_GUARD / 2
                 task_group.cancel_scope.cancel()
+
+
+class _StalledShieldedStream(_StalledStream):
+    """As :class:`_StalledStream`, for a stream that may cut a write short: the peer
+    shields each of its writes."""
+
+    _completes_sends = False
+
+    async def send(self, data: bytes) -> None:
+        if self.stalled:
+            await anyio.sleep(HANG_GUARD)  # for ever, as far as the test goes
+        await self.inner.send(data)
+
+
+async def test_closing_the_peer_ends_a_shielded_write_that_never_returns() -> None:
+    client_end, server_end = memory_pair()
+    stream = _StalledShieldedStream(client_end)
+    outcome: list[BaseException] = []
+
+    async def ping(peer: Peer[ClientSession]) -> None:
+        try:
+            await peer.request(peer.session.types.PingRequest(id=peer.next_id()))
+        except ConnectionClosed as exc:
+            outcome.append(exc)
+
+    with anyio.fail_after(2 * HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(Server("s").serve, server_end)
+            async with Peer(ClientSession(mode="2025-11-25"), stream) as peer:
+                await peer.open()
+                stream.stalled = True
+                task_group.start_soon(ping, peer)
+                await anyio.wait_all_tasks_blocked()
+                started = anyio.current_time()
+            await anyio.wait_all_tasks_blocked()
+            # The close ended the write, not the stall's end.
+            assert anyio.current_time() - started < HANG_GUARD / 2
+            assert len(outcome) == 1
+            task_group.cancel_scope.cancel()

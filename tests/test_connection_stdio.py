@@ -181,6 +181,7 @@ async def test_the_server_dying_fails_every_pending_request_at_once() -> None:
             await started.wait()
             task_group.start_soon(call, "exit")
     assert len(outcomes) == 2
+    assert all("the server process exited (status 3)" in str(exc) for exc in outcomes)
     assert stream.returncode == 3
 
 
@@ -268,8 +269,7 @@ async def test_a_server_exiting_fails_pending_requests_though_a_child_holds_its_
         ) as stream:
             async with Peer(ClientSession(mode="2025-11-25"), stream) as peer:
                 await peer.open()
-                # (The peer gives its own reason: the stream's names the exit status.)
-                with pytest.raises(ConnectionClosed):
+                with pytest.raises(ConnectionClosed, match=r"exited \(status 3\)"):
                     await peer.request(call_tool(peer, "exit"))
             assert stream.returncode == 3
 

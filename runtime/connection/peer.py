@@ -212,6 +212,8 @@ class Peer(Generic[S]):
         # A stream that always writes a message whole, even when cancelled, needs no
         # shield around each write.
         self._shield_writes = not getattr(stream, "_completes_sends", False)
+        #: The shield of the write under way (shielded writes only).
+        self._writing: anyio.CancelScope | None = None
         self._waiters: dict[RequestId, _Waiter] = {}
         #: The cancel scopes of the peer's requests being handled, by id.
         self._handling: dict[RequestId, anyio.CancelScope] = {}
@@ -264,6 +266,8 @@ class Peer(Generic[S]):
         self._closed = True
         self._close_reason = reason
         self._fail_waiters(reason)
+        if self._writing is not None:
+            self._writing.cancel()
         with anyio.CancelScope(shield=True):
             await self.stream.aclose()
 
@@ -328,11 +332,18 @@ class Peer(Generic[S]):
             return
         if self._closed:
             raise ConnectionClosed(self._close_reason)
-        if self._shield_writes:
-            with anyio.CancelScope(shield=True):
-                await self.stream.send(data)
-        else:
+        if not self._shield_writes:
             await self.stream.send(data)
+            return
+        # Closing the peer still cancels it: a stream's send may never return.
+        writing = self._writing = anyio.CancelScope(shield=True)
+        try:
+            with writing:
+                await self.stream.send(data)
+        finally:
+            self._writing = None
+        if writing.cancelled_caught:
+            raise ConnectionClosed(self._close_reason)
 
     async def send(self, message: Any, *, progress_token: int | str | None = None) -> None:
         """``session.send(message)`` and write the bytes, in session order. Raises the
@@ -473,14 +484,15 @@ class Peer(Generic[S]):
     # -- receiving ----------------------------------------------------------------------------
 
     async def _run_reader(self) -> None:
+        ended = "the stream ended"
         try:
             try:
-                await self._read_all()
+                ended = await self._read_all()
             finally:
                 self._receiving_ended.set()
                 self._negotiated.set()
                 if not self._closed:
-                    self._close_reason = "the stream ended"
+                    self._close_reason = ended
                 self._fail_waiters(self._close_reason)
             await self._drain()
         finally:
@@ -490,7 +502,8 @@ class Peer(Generic[S]):
                 # Fails the task group, as the handler's task would have as one of its own.
                 raise self._handler_failure
 
-    async def _read_all(self) -> None:
+    async def _read_all(self) -> str:
+        """Read until the stream ends; why it ended, as the stream says."""
         stream = self.stream
         while True:
             try:
@@ -498,8 +511,8 @@ class Peer(Generic[S]):
             except MessageTooLarge as exc:
                 await self._refuse_oversized(exc)
                 continue
-            except ConnectionClosed:
-                return
+            except ConnectionClosed as exc:
+                return str(exc) or "the stream ended"
             try:
                 events = self.session.receive(data)
             except Exception:  # a bug in the session: keep the connection

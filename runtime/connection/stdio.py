@@ -303,22 +303,31 @@ class ProcessStream(NewlineFramedStream):
         return self.process.returncode
 
     async def receive(self) -> bytes:
-        """The next message; once the process's stdout was ended after its exit,
-        :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` says so."""
+        """The next message. At the end of the stdout,
+        :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` names the exit
+        status when the process exited (or exits within :data:`EXIT_GRACE` of it)."""
         try:
             return await super().receive()
         except ConnectionClosed:
+            if self._exit_reason is None and not self._shut:
+                with anyio.move_on_after(EXIT_GRACE):
+                    await self.process.wait()
+                if self.process.returncode is not None:
+                    self._exit_reason = self._exited()
             if self._exit_reason is None:
                 raise
             raise ConnectionClosed(self._exit_reason) from None
+
+    def _exited(self) -> str:
+        return f"the server process exited (status {self.process.returncode})"
 
     async def watch_exit(self) -> None:
         """Wait for the process to exit, then give its stdout :data:`EXIT_GRACE` seconds
         to deliver what it holds and end it: a process the server started may hold the
         stdout open (the end of the stream would never come)."""
-        returncode = await self.process.wait()
+        await self.process.wait()
         await anyio.sleep(EXIT_GRACE)
-        self._exit_reason = f"the server process exited (status {returncode})"
+        self._exit_reason = self._exited()
         await self._output.end()
 
     def _keep_stderr(self, data: bytes) -> None:

@@ -290,11 +290,15 @@ class HttpApp:
 
 #: How many passing header pairs an app remembers (of each kind).
 _REMEMBERED: Final = 64
+#: Pairs longer than this (characters, both values) are checked every time, not kept.
+_REMEMBERED_CHARS: Final = 512
 
 
 def _remember(
     passed: set[tuple[str | None, str | None]], pair: tuple[str | None, str | None]
 ) -> None:
+    if sum(len(value or "") for value in pair) > _REMEMBERED_CHARS:
+        return
     if len(passed) >= _REMEMBERED:
         passed.clear()
     passed.add(pair)

@@ -54,10 +54,16 @@ _NAMES: dict[bytes, str] = {}
 _NAMES_KEPT: Final = 256
 
 
+#: Longer names are not kept: the table holds a bounded number of bytes.
+_NAME_KEPT_BYTES: Final = 64
+
+
 def _name(raw: bytes) -> str:
     name = _NAMES.get(raw)
     if name is None:
         name = raw.decode("latin-1").lower()
+        if len(raw) > _NAME_KEPT_BYTES:
+            return name
         if len(_NAMES) >= _NAMES_KEPT:
             _NAMES.clear()
         _NAMES[raw] = name
@@ -76,16 +82,12 @@ def header_map(scope: Scope) -> dict[str, str]:
         headers[known(raw_name) or _name(raw_name)] = raw_value.decode("latin-1")
     if len(headers) == len(raw):
         return headers
-    # A name given more than once (the rare case): its values joined, in order.
-    headers = {}
+    # A name given more than once (the rare case): its values joined, in order (once:
+    # joining value by value is quadratic in the repeats).
+    values: dict[str, list[str]] = {}
     for raw_name, raw_value in raw:
-        name = _name(raw_name)
-        value = raw_value.decode("latin-1")
-        if name in headers:
-            headers[name] = f"{headers[name]}, {value}"
-        else:
-            headers[name] = value
-    return headers
+        values.setdefault(_name(raw_name), []).append(raw_value.decode("latin-1"))
+    return {name: ", ".join(given) for name, given in values.items()}
 
 
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:

@@ -94,7 +94,7 @@ class BodyPeek:
         except msgspec.ValidationError:
             try:
                 loose = _ENVELOPE.decode(data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
                 self.json = False
                 return
             self.id, self.method = loose.id, loose.method

@@ -5,14 +5,20 @@ streams and queues such clients would grow."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 from httpx import ASGITransport, AsyncClient
 
-from mcpspec.runtime.connection import Server
+from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import asgi
+from tests.http_kit import serve_app
 from tests.test_http_app import (
     ACCEPT,
     META,
@@ -96,3 +102,103 @@ async def test_long_host_and_media_headers_passing_their_checks_are_not_remember
         assert response.status_code == 200
     assert app._passed_hosts == {("127.0.0.1", "http://localhost:1")}
     assert app._passed_media == {("application/json", ACCEPT)}
+
+
+# -- clients that stop reading -----------------------------------------------------------------
+
+#: Bound on any wait of these tests: only a hang reaches it.
+GUARD = 10.0
+
+
+def flooding_server() -> tuple[Server, dict[str, Any]]:
+    """``flood``: progress with 64 KiB messages until cancelled (it fills the buffers of
+    a client that does not read); ``touch``: announce a change of the tool list."""
+    server = Server("hostile", "1.0", list_changed=True)
+    seen: dict[str, Any] = {"cancelled": anyio.Event()}
+
+    @server.tool()
+    async def flood(ctx: RequestContext) -> str:
+        try:
+            for step in range(1_000_000):
+                await ctx.report_progress(step + 1, None, message="x" * 65536)
+        except anyio.get_cancelled_exc_class():
+            seen["cancelled"].set()
+            raise
+        return "flooded"
+
+    @server.tool()
+    async def touch() -> str:
+        await server.notify_tools_changed()
+        return "touched"
+
+    return server, seen
+
+
+@asynccontextmanager
+async def stalled_post(
+    base: str, headers: dict[str, str], message: dict[str, Any]
+) -> AsyncIterator[None]:
+    """POST ``message`` on a raw connection, read the start of the answer, then read
+    nothing more (the connection stays open until the block ends)."""
+    host, port = base.removeprefix("http://").split(":")
+    body = json.dumps(message).encode()
+    lines = {
+        **headers,
+        "host": f"{host}:{port}",
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+    }
+    head = "POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+    loop = asyncio.get_running_loop()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await loop.sock_connect(sock, (host, int(port)))
+        await loop.sock_sendall(sock, head.encode() + b"\r\n" + body)
+        assert (await loop.sock_recv(sock, 100)).startswith(b"HTTP/1.1 200")
+        await anyio.sleep(0.5)  # the server's writes fill the buffers, then wait
+        yield
+
+
+def flood_call(request_id: int, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    params = {"name": "flood", "arguments": {}, "_meta": {**(meta or {}), "progressToken": "p"}}
+    return request("tools/call", params, request_id)
+
+
+async def test_a_session_whose_client_stopped_reading_does_not_hold_up_another() -> None:
+    server, _ = flooding_server()
+    async with (
+        serve_app(server.http_app()) as base,
+        AsyncClient(base_url=base, timeout=GUARD) as client,
+    ):
+        stalled = await initialize(client)
+        async with stalled_post(base, stalled, flood_call(2)):
+            other = await initialize(client)
+            # The change goes to every session: the stalled one's is queued, not waited on.
+            call = request("tools/call", {"name": "touch", "arguments": {}}, 3)
+            with anyio.fail_after(GUARD):
+                response = await client.post("/mcp", json=call, headers=other)
+            assert response.status_code == 200 and "touched" in response.text
+
+
+async def test_evicting_a_session_whose_client_stopped_reading_does_not_hold_up_initialize() -> (
+    None
+):
+    server, _ = flooding_server()
+    async with (
+        serve_app(server.http_app(max_sessions=1)) as base,
+        AsyncClient(base_url=base, timeout=GUARD) as client,
+    ):
+        stalled = await initialize(client)
+        async with stalled_post(base, stalled, flood_call(2)):
+            with anyio.fail_after(GUARD):
+                await initialize(client)  # evicts the stalled session
+
+
+async def test_a_stateless_request_whose_client_stopped_reading_is_cancelled() -> None:
+    server, seen = flooding_server()
+    async with serve_app(server.http_app(stall_seconds=0.5)) as base:
+        headers = stateless_headers("tools/call", "flood")
+        async with stalled_post(base, headers, flood_call(1, dict(META))):
+            with anyio.fail_after(GUARD):
+                await seen["cancelled"].wait()

@@ -114,6 +114,10 @@ class ChangeFeed:
         #: Called (once, in the announcer's task: it must not block) when the feed is
         #: dropped; it should end the client's stream.
         self.on_overflow: Callable[[], object] | None = None
+        #: For a buffered feed: whether the announcer may send itself all the same (it
+        #: is a handler of this connection's, already waiting on this client only; its
+        #: change then goes out with its request's other messages).
+        self.sends_now: Callable[[], bool] | None = None
 
     def subscribe(self, uri: str) -> None:
         """Keep the client's subscription to ``uri``. Raises :class:`RequestError`
@@ -192,7 +196,7 @@ class ChangeFeed:
         """Send one change (``key``: its method, resource and subscription), or queue
         it for :meth:`pump` (a buffered feed: never waits)."""
         outbox = self._outbox
-        if outbox is None:
+        if outbox is None or (self.sends_now is not None and self.sends_now()):
             await self._send(key[0], params)
             return
         if key in self._pending:

@@ -180,6 +180,7 @@ class HandshakeEndpoint:
             retry_ms=settings.retry_ms,
             headers=headers,
             carried=carried,
+            stall=settings.stall_seconds,
         )
 
     async def _feed_session(
@@ -266,7 +267,10 @@ class HandshakeEndpoint:
             linger=1.0,
         )
         connection.peer = peer
-        connection.feed = ChangeFeed(peer)
+        # Buffered: an announcer (another client's handler) only queues; the session's
+        # own task sends, and only it waits on a client that does not read.
+        feed = connection.feed = ChangeFeed(peer, buffer=self.app.settings.max_queued_messages)
+        feed.sends_now = lambda: (route := ROUTE.get()) is not None and route[0] is session.stream
         session.peer = peer
         session.connection = connection
         task_group = await self.app.tasks()
@@ -281,7 +285,8 @@ class HandshakeEndpoint:
             headers["mcp-session-id"] = session_id
             for evicted in self.app.sessions.add(session):
                 logger.info("session %s ended to make room", evicted.id[:8])
-                await evicted.end()
+                # Not in this POST's task: ending waits on the evicted session's client.
+                task_group.start_soon(evicted.end)
             return True
 
         await self._feed_session(session, body, send, headers, admit=admit)
@@ -293,10 +298,16 @@ class HandshakeEndpoint:
         peer = session.peer
         assert peer is not None
         server._connections.add(session.connection)
+        feed = session.connection.feed
         try:
-            async with peer:
+            async with peer, anyio.create_task_group() as pumping:
+                # A client more than max_queued_messages changes behind is not reading:
+                # its session ends (its next request is 404, and it starts over).
+                feed.on_overflow = pumping.cancel_scope.cancel
+                pumping.start_soon(feed.pump)
                 task_status.started()
                 await peer.wait_closed()
+                pumping.cancel_scope.cancel()
         finally:
             server._connections.discard(session.connection)
             session.mark_closing()

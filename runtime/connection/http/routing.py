@@ -215,12 +215,14 @@ class Channel:
         "_priming",
         "_retry_ms",
         "_send",
+        "_stall",
         "_stamp",
         "_status_of",
         "carried",
         "follower",
         "gone",
         "mode",
+        "on_gone",
         "sse",
         "status",
         "stream_id",
@@ -239,8 +241,11 @@ class Channel:
         headers: dict[str, str] | None = None,
         status_of: Callable[[list[int | None]], int] | None = None,
         carried: RequestId | None = None,
+        stall: float | None = None,
     ) -> None:
         self._send = send
+        #: Seconds a client may take to take one event (``None``: no bound).
+        self._stall = stall
         self.sse = sse
         self._divert = divert
         self._stamp = stamp
@@ -276,6 +281,8 @@ class Channel:
         self.gone = False
         #: Another response (a ``GET`` resuming this stream) that takes the events.
         self.follower: Send | None = None
+        #: Called once when the client is found gone (2026-07-28: cancel the request).
+        self.on_gone: Callable[[], object] | None = None
 
     # -- what the POST's task does --------------------------------------------------------
 
@@ -304,10 +311,15 @@ class Channel:
 
     async def close(self, ended: str | None = None) -> None:
         """End the response as it stands: the POST gave up, or (``ended``: why) the
-        session ended, and each request still unanswered is answered with an error."""
-        if not self._done:
+        session ended, and each request still unanswered is answered with an error.
+        A client that does not take it within the stall bound is left gone."""
+        if self._done:
+            return
+        with anyio.move_on_after(self._stall) as bounded:
             async with self._lock:
                 await self._finish_locked(ended)
+        if bounded.cancelled_caught:
+            self._went()
 
     async def drop(self, request_id: RequestId) -> None:
         """The client cancelled one of the POST's requests: it is answered by nobody,
@@ -402,7 +414,7 @@ class Channel:
             await self._send({"type": "http.response.start", "status": status, "headers": headers})
             await self._send({"type": "http.response.body", "body": data})
         except OSError:
-            self.gone = True
+            self._went()
         finally:
             if self._done_event is not None:
                 self._done_event.set()
@@ -431,7 +443,7 @@ class Channel:
         try:
             await start_response(self._send, 200, "text/event-stream", headers)
         except OSError:
-            self.gone = True
+            self._went()
             if self._stamp is None:
                 return
             # Resumable: the events are still kept, for a GET resuming the stream.
@@ -453,12 +465,22 @@ class Channel:
         if target is None:
             return
         try:
-            await target({"type": "http.response.body", "body": chunk, "more_body": True})
-        except OSError:
+            # Bounded: a client that stopped reading would hold this write (and the
+            # locks of whoever writes) for as long as it keeps the connection open.
+            with anyio.fail_after(self._stall):
+                await target({"type": "http.response.body", "body": chunk, "more_body": True})
+        except (OSError, TimeoutError):
             if target is self.follower:
                 self.follower = None
             else:
-                self.gone = True
+                self._went()
+
+    def _went(self) -> None:
+        """The client is gone: nothing more is written to it."""
+        if not self.gone:
+            self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
 
     async def _finish(self) -> None:
         async with self._lock:
@@ -487,7 +509,7 @@ class Channel:
                 unanswered = []
             if self.mode == "sse":
                 if not self.gone:
-                    await self._send({"type": "http.response.body", "body": b""})
+                    await self._end_sse()
             elif self._held or not (unanswered or self._cancelled):
                 await self._respond_json()
             elif self.sse:
@@ -497,7 +519,7 @@ class Channel:
                 # cancelled request" (cancellation page) within that MUST.
                 await self._open_sse()
                 if not self.gone:
-                    await self._send({"type": "http.response.body", "body": b""})
+                    await self._end_sse()
             else:
                 # JSON only: a body must answer the request; the error says why.
                 for request_id in [*unanswered, *(self._cancelled or ())]:
@@ -507,11 +529,18 @@ class Channel:
                     )
                 await self._respond_json()
         except OSError:
-            self.gone = True
+            self._went()
         finally:
             self._done = True
             if self._done_event is not None:
                 self._done_event.set()
+
+    async def _end_sse(self) -> None:
+        try:
+            with anyio.fail_after(self._stall):
+                await self._send({"type": "http.response.body", "body": b""})
+        except TimeoutError:
+            self._went()
 
     async def _respond_json(self) -> None:
         held = self._held

@@ -74,7 +74,10 @@ class HttpSettings:
     held for a client that is not reading (beyond it, the oldest are dropped from a
     standalone stream, and a ``subscriptions/listen`` or HTTP+SSE client is dropped:
     its stream ends). ``json_response`` leaves ``subscriptions/listen`` alone: its
-    answer is an SSE stream by definition.
+    answer is an SSE stream by definition. ``stall_seconds``: a client that takes
+    longer than this to take one event of a stream (it stopped reading, the connection
+    still open) is treated as gone: nothing more is written to it, its 2026-07-28
+    request is cancelled, and a session's stream left to it is ended.
     """
 
     path: str = "/mcp"
@@ -101,6 +104,7 @@ class HttpSettings:
     max_body_bytes: int | None = None
     keepalive_seconds: float = 15.0
     max_queued_messages: int = 1024
+    stall_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("path", "sse_path", "messages_path"):
@@ -110,8 +114,10 @@ class HttpSettings:
             raise ValueError("max_sessions and max_queued_messages must be positive")
         if self.max_body_bytes is not None and self.max_body_bytes < 512:
             raise ValueError("max_body_bytes must be at least 512")
-        if self.keepalive_seconds <= 0 or self.session_idle_seconds <= 0:
-            raise ValueError("keepalive_seconds and session_idle_seconds must be positive")
+        if min(self.keepalive_seconds, self.session_idle_seconds, self.stall_seconds) <= 0:
+            raise ValueError(
+                "keepalive_seconds, session_idle_seconds and stall_seconds must be positive"
+            )
         for name in ("allowed_hosts", "allowed_origins"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, frozenset):

@@ -144,6 +144,7 @@ class StatelessEndpoint:
             send,
             sse=listen or not self.app.settings.json_response,
             status_of=status_of,
+            stall=self.app.settings.stall_seconds,
         )
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
@@ -170,6 +171,7 @@ class StatelessEndpoint:
                 # watches for it, started only if the handler waits for anything: most
                 # answer without ever yielding, and a task would cost more than they.
                 scope = new_cancel_scope(loop)
+                channel.on_gone = scope.cancel  # a client that stopped reading: cancelled
                 watch = _Watch(loop, receive, scope)
                 try:
                     events, answer = await peer.feed_request(body, scope)
@@ -181,6 +183,7 @@ class StatelessEndpoint:
                         return
             else:
                 async with anyio.create_task_group() as task_group:
+                    channel.on_gone = task_group.cancel_scope.cancel
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
                     if feed is not None:
                         feed.on_overflow = task_group.cancel_scope.cancel

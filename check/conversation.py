@@ -41,6 +41,7 @@ from mcpspec.runtime import (
     ResultResponse,
     SessionReady,
 )
+from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.errors import clip, show
 
 from .errors import LinkClosed
@@ -302,7 +303,11 @@ class Conversation:
         elif _is_response(envelope):
             if self._take_raw(envelope, where):
                 return
-            if envelope.id in self.cancelled and isinstance(envelope.error, dict):
+            if (
+                is_id(envelope.id)
+                and envelope.id in self.cancelled
+                and isinstance(envelope.error, dict)
+            ):
                 self.cancelled[envelope.id] = (where, envelope.error.get("code"))
             if self.session.model == "stateless":
                 self._result_type(envelope, where)

@@ -354,7 +354,9 @@ class HttpLink:
         if self.session_id is not None and self._legacy is None:
             headers = {**self._target.headers, "Mcp-Session-Id": self.session_id}
             with anyio.move_on_after(self._timeout), suppress(httpx.HTTPError):
-                await self._client.delete(self._target.url, headers=headers)
+                # Streamed, its body unread: the answer is not judged.
+                async with self._client.stream("DELETE", self._target.url, headers=headers):
+                    pass
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -563,6 +565,8 @@ class HttpLink:
                 self._end(f"POST of initialize failed: {exc!r}")
         except BodyTooLarge:
             self._too_large(f"POST {number} response")
+        except LinkClosed as exc:  # the HTTP+SSE fallback's POST failed
+            self._end(str(exc))
         finally:
             sent.set()
             if request_id is not None and self._streams.get(request_id) is scope:

@@ -30,6 +30,7 @@ import msgspec
 
 from mcpspec.runtime.connection.http.client import media_type
 from mcpspec.runtime.connection.http.client_events import SseDecoder
+from mcpspec.runtime.errors import show
 from mcpspec.runtime.negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -95,7 +96,7 @@ class _Exchange:
     def shown(self) -> str:
         """The answer, briefly, for a finding's ``why``."""
         code, _ = self.error()
-        error = f" with JSON-RPC error {code}" if code is not None else ""
+        error = f" with JSON-RPC error {show(code)}" if code is not None else ""
         return f"{self.status}{error}"
 
 
@@ -189,8 +190,13 @@ class _Probes:
             async for chunk in response.aiter_bytes():
                 for event in decoder.feed(chunk):
                     if event.event == "message" and event.data is not None:
-                        exchange.messages.append(event.data)
                         answer = incoming(event.data)
+                        # The first message and the responses are what is judged; a
+                        # stream of others is not kept.
+                        if len(exchange.messages) < _KEPT_MESSAGES and (
+                            not exchange.messages or answer is None or answer.method is None
+                        ):
+                            exchange.messages.append(event.data)
                         if answer is None or answer.method is not None:
                             continue
                         if answer_of is None or answer.id == answer_of:
@@ -563,6 +569,10 @@ class _Probes:
                 "Protocol Version Header",
                 "POST",
             )
+
+
+#: Messages of one probe's answer kept at most (the first, then responses).
+_KEPT_MESSAGES: Final = 8
 
 
 def _answer(answer: _Exchange, request_id: int) -> dict[str, Any] | None:

@@ -105,10 +105,9 @@ MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 #: Every check a replay judges (the others need a live server).
 JUDGED: Final = tuple(dict.fromkeys([*CHECK_OF_RULE.values(), "protocol.negotiation"]))
 
-#: A transcript line as writers lay it out, for messages no decoder can take whole.
-_PLAIN_LINE: Final = re.compile(
-    rb'\A\s*\{\s*"from"\s*:\s*"(client|server)"\s*,\s*"message"\s*:\s*(.*?)\s*\}\s*\Z', re.DOTALL
-)
+#: The start of a transcript line as writers lay it out, for messages no decoder can
+#: take whole (the message runs from there to the line's closing brace).
+_PLAIN_LINE: Final = re.compile(rb'\A\s*\{\s*"from"\s*:\s*"(client|server)"\s*,\s*"message"\s*:')
 _OTHER: Final[dict[Side, Side]] = {"client": "server", "server": "client"}
 _METHOD_NOT_FOUND: Final = -32601
 #: What the sender's session may refuse to send: the receiver judges it anyway.
@@ -253,13 +252,14 @@ def _read_transcript(
             # A message nested beyond what a decoder takes is the peer's fault, not the
             # file's: cut it out of the line as written, for the session to judge.
             match = _PLAIN_LINE.match(data)
-            if match is None:
+            message = data[match.end() :].rstrip() if match is not None else b""
+            if match is None or not message.endswith(b"}"):
                 raise TranscriptError(
                     f'{path}: line {number}: not a transcript line {{"from": "client"|"server", '
                     f'"message": ...}}: {exc}'
                 ) from None
             side: Side = "client" if match.group(1) == b"client" else "server"
-            entries.append(Entry(number, side, match.group(2)))
+            entries.append(Entry(number, side, message[:-1].strip()))
             continue
         if not bytes(line.message):
             raise TranscriptError(f'{path}: line {number}: no "message"')

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from mcpspec import REVISIONS
@@ -432,6 +433,53 @@ async def test_link_falls_back_to_http_sse_for_2024_11_05() -> None:
     assert report.findings == []
 
 
+def never_answer_posts_to(app: App, path: str) -> App:
+    """Never answer a POST to ``path`` (the client's timeout ends it)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == path:
+            await anyio.sleep_forever()
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+async def test_link_ends_when_the_http_sse_message_endpoint_never_answers() -> None:
+    app = never_answer_posts_to(build_server().http_app(legacy_sse=True), "/messages")
+    report = RevisionReport("2024-11-05")
+    async with serve_app(app) as base:
+        target = HttpTarget(base + "/sse", timeout=1.0)
+        async with target.connect(report) as link:
+            await link.send(initialize("2024-11-05"))
+            with anyio.fail_after(GUARD):
+                assert await link.receive() is None  # ended, not a traceback
+            assert "no answer in 1 s" in link.closed_reason
+
+
+async def test_closing_a_session_does_not_read_the_answer_to_delete() -> None:
+    sent = [0]
+
+    async def endless_delete(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for _ in range(10_000):  # 640 MiB, a chunk at a time, until the client goes
+                sent[0] += 1
+                await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+                await anyio.sleep(0)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await inner(scope, receive, send)
+
+    inner = build_server().http_app()
+    report = RevisionReport("2025-11-25")
+    async with serve_app(endless_delete) as base:
+        target = HttpTarget(base + "/mcp", timeout=1.0)
+        async with target.connect(report) as link:
+            await open_session(link, "2025-11-25")
+        # Read, the body would have gone on for the whole second of the timeout.
+        assert sent[0] < 200
+
+
 @pytest.mark.parametrize("revision", ["2024-11-05", STATELESS])
 async def test_link_ends_when_its_opening_request_is_refused_without_an_answer(
     revision: str,
@@ -591,3 +639,28 @@ async def test_a_session_id_that_is_not_visible_ascii_is_an_http_headers_failure
     [found] = problems(report)
     assert (found.check, found.where) == ("http.headers", "POST /mcp")
     assert "visible ASCII" in found.why
+
+
+def test_a_probe_answer_shows_a_huge_error_code_clipped() -> None:
+    from mcpspec.check.http_probes import _Exchange
+
+    code = '"' + "9" * 1_000_000 + '"'
+    answer = _Exchange(
+        200, "application/json", httpx.Headers(), [b'{"error":{"code":%s}}' % code.encode()]
+    )
+    assert answer.shown().startswith("200 with JSON-RPC error")
+    assert len(answer.shown()) < 2000
+
+
+async def test_a_probe_keeps_the_first_message_and_responses_of_a_long_stream() -> None:
+    from mcpspec.check.http_probes import _KEPT_MESSAGES, _Exchange, _Probes
+
+    note = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
+    answer = b'data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n'
+    stream = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=note * 10_000 + answer
+    )
+    exchange = _Exchange(200, "text/event-stream", stream.headers)
+    await _Probes._read(None, stream, exchange, 7)  # type: ignore[arg-type]
+    assert len(exchange.messages) == 2 <= _KEPT_MESSAGES
+    assert b'"id":7' in exchange.messages[1]

@@ -245,6 +245,29 @@ def test_a_flood_breaking_one_rule_is_counted_not_listed() -> None:
     assert undeclared[-1].why.startswith("400 more failed findings of this check")
 
 
+#: A stdio server that answers initialize twice: first with an id that is an array.
+_UNHASHABLE_ID_SERVER = (
+    _SERVER_HEAD
+    + r"""
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": [i], "result": {}})
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+)
+
+
+def test_a_response_whose_id_is_an_array_is_a_finding_not_a_crash() -> None:
+    report = run(python(_UNHASHABLE_ID_SERVER), revisions=("2025-06-18",), timeout=2.0)
+    [revision] = [r for r in report.revisions if r.revision == "2025-06-18"]
+    assert revision.accepted is True
+    assert any(
+        f.problem and f.where.endswith("$.id") and "never list" in f.why for f in revision.findings
+    )
+
+
 #: A stdio server sending a 1 MB value: as the protocolVersion of its answer to the
 #: negotiation probe (``version``), or as the message of an error to initialize.
 _HUGE_VALUE_SERVER = (

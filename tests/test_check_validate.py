@@ -497,3 +497,18 @@ def test_unanswered_batch_with_int_and_str_ids_is_a_warning_each(tmp_path: Path)
     path = _transcript(tmp_path, *OPENING, ("client", batch))
     warnings = [f.why for f in validate_file(path).findings if f.check == "protocol.responses"]
     assert [w.split("(")[1].split(")")[0] for w in warnings] == ["id 1", "id 'a'"]
+
+
+def test_a_line_no_decoder_takes_is_cut_at_its_last_brace(tmp_path: Path) -> None:
+    # Nested past the decoders' depth: the message is cut out of the line as written,
+    # in one pass however much space follows it.
+    deep = b"[" * 100_000 + b"]" * 100_000
+    line = b'{"from": "client", "message": ' + deep + b" " * 200_000 + b"}\n"
+    path = tmp_path / "deep.jsonl"
+    header = b'{"header": {"revision": "2025-06-18"}}\n'
+    path.write_bytes(header + line)
+    [entry] = read_recording(path).entries
+    assert (entry.side, entry.data) == ("client", deep)
+    path.write_bytes(header + line.replace(b"}\n", b"\n"))
+    with pytest.raises(TranscriptError, match="not a transcript line"):
+        read_recording(path)

@@ -479,26 +479,10 @@ class HttpLink:
         self, number: int, data: bytes, message: OutgoingEnvelope, kind: str
     ) -> None:
         """Post a notification or response; judge the acknowledgement."""
-        headers = self._headers(data, message)
-        status: int | None = None
-        body = b""
-        try:
-            # httpx's timeout is per read: a body trickling in would never end.
-            with anyio.move_on_after(self._timeout) as scope:
-                async with self._client.stream(
-                    "POST", self._target.url, content=data, headers=headers, timeout=self._timeout
-                ) as response:
-                    status = response.status_code
-                    try:
-                        body = await read_body(response, 65536)
-                    except BodyTooLarge:
-                        body = b"(long)"
-        except httpx.HTTPError as exc:
-            raise LinkClosed(f"POST {self._target.url} failed: {exc!r}") from exc
-        if status is None:
-            raise LinkClosed(f"POST {self._target.url}: no answer in {self._timeout:g} s")
+        status, body, unfinished = await self._post_acknowledged(
+            self._target.url, data, self._headers(data, message)
+        )
         what = message.method if kind == "notification" else "a response"
-        unfinished = scope.cancelled_caught
         if 200 <= status < 300 and (status != 202 or body.strip() or unfinished):
             shown = "a body" if body.strip() else "no body"
             if unfinished:
@@ -517,6 +501,31 @@ class HttpLink:
         ):
             self._listening = True
             self._spawn(self._listen)
+
+    async def _post_acknowledged(
+        self, url: str, data: bytes, headers: dict[str, str]
+    ) -> tuple[int, bytes, bool]:
+        """POST a message answered by an acknowledgement: its status, the start of its
+        body, and whether the body was still coming at the timeout (the whole exchange
+        is bounded: httpx's timeout is per read, and a body trickling in never ends).
+        Raises :class:`LinkClosed` when the POST fails or gets no answer in time."""
+        status: int | None = None
+        body = b""
+        try:
+            with anyio.move_on_after(self._timeout) as bounded:
+                async with self._client.stream(
+                    "POST", url, content=data, headers=headers, timeout=self._timeout
+                ) as response:
+                    status = response.status_code
+                    try:
+                        body = await read_body(response, 65536)
+                    except BodyTooLarge:
+                        body = b"(long)"
+        except httpx.HTTPError as exc:
+            raise LinkClosed(f"POST {url} failed: {exc!r}") from exc
+        if status is None:
+            raise LinkClosed(f"POST {url}: no answer in {self._timeout:g} s")
+        return status, body, bounded.cancelled_caught
 
     async def _run_post(
         self,
@@ -813,19 +822,7 @@ class HttpLink:
         if kind == "request" and message is not None and message.method == "initialize":
             self._initialize_id = message.id
         headers = {**self._target.headers, "Content-Type": "application/json"}
-        status: int | None = None
-        try:
-            with anyio.move_on_after(self._timeout):  # a trickling body ends here too
-                async with self._client.stream(
-                    "POST", channel.endpoint, content=data, headers=headers, timeout=self._timeout
-                ) as response:
-                    status = response.status_code
-                    with suppress(BodyTooLarge):
-                        await read_body(response, 65536)
-        except httpx.HTTPError as exc:
-            raise LinkClosed(f"POST {channel.endpoint} failed: {exc!r}") from exc
-        if status is None:
-            raise LinkClosed(f"POST {channel.endpoint}: no answer in {self._timeout:g} s")
+        status, _, _ = await self._post_acknowledged(channel.endpoint, data, headers)
         if kind != "other" and 200 <= status < 300 and status not in (200, 202, 204):
             path = urlsplit(channel.endpoint).path or "/"
             file_once(

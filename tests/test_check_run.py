@@ -29,8 +29,8 @@ def run(target: StdioTarget, **options: object) -> Report:
     return anyio.run(check_server, target, Options(**options))  # type: ignore[arg-type]
 
 
-def python(code: str) -> StdioTarget:
-    return StdioTarget(sys.executable, ["-c", code])
+def python(code: str, *args: str) -> StdioTarget:
+    return StdioTarget(sys.executable, ["-c", code, *args])
 
 
 def wire(report: Report) -> list[tuple[str, str]]:
@@ -135,15 +135,23 @@ for line in sys.stdin:
 """
 
 
-#: A stdio server with one tool, ``t``: ``sys.argv[1]`` is the tool's members but its name
-#: (JSON), ``sys.argv[2]`` the structuredContent of every call's result (JSON).
-_ONE_TOOL_SERVER = (
+#: :data:`_SERVER_HEAD` of a 2025-06-18 server with tools: initialize and ping answered.
+_TOOLS_SERVER_HEAD = (
     _SERVER_HEAD
     + r"""
     if meth == "initialize":
         out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
              "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
     elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+"""
+)
+
+
+#: A stdio server with one tool, ``t``: ``sys.argv[1]`` is the tool's members but its name
+#: (JSON), ``sys.argv[2]`` the structuredContent of every call's result (JSON).
+_ONE_TOOL_SERVER = (
+    _TOOLS_SERVER_HEAD
+    + r"""
     elif meth == "tools/list":
         tool = {"name": "t", **json.loads(sys.argv[1])}
         out({"jsonrpc": "2.0", "id": i, "result": {"tools": [tool]}})
@@ -158,11 +166,7 @@ _ONE_TOOL_SERVER = (
 def one_tool(tool: dict[str, object], structured: object = None) -> StdioTarget:
     """A target serving one tool (``t``), answering every call with ``structured``."""
     members = json.dumps({"inputSchema": {"type": "object"}, **tool})
-    return python_args(_ONE_TOOL_SERVER, members, json.dumps(structured or {"s": "a"}))
-
-
-def python_args(code: str, *args: str) -> StdioTarget:
-    return StdioTarget(sys.executable, ["-c", code, *args])
+    return python(_ONE_TOOL_SERVER, members, json.dumps(structured or {"s": "a"}))
 
 
 @pytest.mark.parametrize(
@@ -236,7 +240,7 @@ def test_a_flood_breaking_one_rule_is_counted_not_listed() -> None:
     from mcpspec.check.findings import MAX_PROBLEMS
 
     flood = MAX_PROBLEMS + 400
-    report = run(python_args(_FLOOD_SERVER, str(flood)), revisions=("2025-06-18",), timeout=2.0)
+    report = run(python(_FLOOD_SERVER, str(flood)), revisions=("2025-06-18",), timeout=2.0)
     [revision] = [r for r in report.revisions if r.revision == "2025-06-18"]
     undeclared = [f for f in revision.findings if f.check == "protocol.capabilities"]
     assert len(undeclared) == MAX_PROBLEMS + 1
@@ -289,7 +293,7 @@ _HUGE_VALUE_SERVER = (
 
 @pytest.mark.parametrize("where", ["version", "error"])
 def test_a_huge_value_from_the_server_is_clipped_in_findings(where: str) -> None:
-    target = StdioTarget(sys.executable, ["-c", _HUGE_VALUE_SERVER, where])
+    target = python(_HUGE_VALUE_SERVER, where)
     report = run(target, revisions=("2025-06-18",), timeout=3.0)
     negotiation = [f for f in report.findings() if f.check == "protocol.negotiation"]
     assert any("999999" in f.why and f.problem for f in negotiation)
@@ -299,12 +303,8 @@ def test_a_huge_value_from_the_server_is_clipped_in_findings(where: str) -> None
 
 #: A stdio server whose one tool reports progress every 0.1 s and never answers.
 _PROGRESS_FOREVER_SERVER = (
-    _SERVER_HEAD
+    _TOOLS_SERVER_HEAD
     + r"""
-    if meth == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}})
-    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
     elif meth == "tools/list":
         out({"jsonrpc": "2.0", "id": i,
              "result": {"tools": [{"name": "slow", "inputSchema": {"type": "object"}}]}})
@@ -325,7 +325,7 @@ def test_progress_forever_is_a_timeout_in_the_end(monkeypatch: pytest.MonkeyPatc
     from mcpspec.check import conversation
 
     monkeypatch.setattr(conversation, "MAX_WAIT_TIMEOUTS", 3, raising=False)
-    target = StdioTarget(sys.executable, ["-c", _PROGRESS_FOREVER_SERVER])
+    target = python(_PROGRESS_FOREVER_SERVER)
     options = Options(revisions=("2025-06-18",), call_tools=True, timeout=0.5)
 
     async def bounded() -> Report:

@@ -594,7 +594,11 @@ async def test_two_uvicorn_workers_serve_stateless_requests() -> None:
         await wait_listening(port, process)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             pids: set[int] = set()
-            for round_ in range(40):
+            # The second worker may still be starting when the first listens: ask until
+            # both answered (or enough rounds that one worker alone is no chance).
+            for round_ in range(400):
+                if len(pids) == 2:
+                    break
                 response = await client.post(
                     "/mcp",
                     json=stateless_call("pid", {}, round_),

@@ -464,16 +464,24 @@ class Channel:
         target = self.follower if self.follower is not None else (None if self.gone else self._send)
         if target is None:
             return
-        try:
-            # Bounded: a client that stopped reading would hold this write (and the
-            # locks of whoever writes) for as long as it keeps the connection open.
-            with anyio.fail_after(self._stall):
-                await target({"type": "http.response.body", "body": chunk, "more_body": True})
-        except (OSError, TimeoutError):
+        if not await self._bounded(
+            target, {"type": "http.response.body", "body": chunk, "more_body": True}
+        ):
             if target is self.follower:
                 self.follower = None
             else:
                 self._went()
+
+    async def _bounded(self, target: Send, message: dict[str, Any]) -> bool:
+        """Send ``message``; ``False`` when the client is gone or took longer than the
+        stall bound (one that stopped reading would hold this write, and the locks of
+        whoever writes, for as long as it keeps the connection open)."""
+        try:
+            with anyio.fail_after(self._stall):
+                await target(message)
+        except (OSError, TimeoutError):
+            return False
+        return True
 
     def _went(self) -> None:
         """The client is gone: nothing more is written to it."""
@@ -536,10 +544,7 @@ class Channel:
                 self._done_event.set()
 
     async def _end_sse(self) -> None:
-        try:
-            with anyio.fail_after(self._stall):
-                await self._send({"type": "http.response.body", "body": b""})
-        except TimeoutError:
+        if not await self._bounded(self._send, {"type": "http.response.body", "body": b""}):
             self._went()
 
     async def _respond_json(self) -> None:

@@ -48,6 +48,7 @@ from mcpspec.runtime.connection.http.client import (
 )
 from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
+from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, decoded_chunks
 from mcpspec.runtime.connection.scopes import Scopes
 from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
@@ -158,7 +159,7 @@ class BodyTooLarge(Exception):
 async def read_body(response: httpx.Response, limit: int = MAX_MESSAGE) -> bytes:
     """The body, read up to ``limit`` bytes; :class:`BodyTooLarge` past it."""
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in decoded_chunks(response, error=httpx.DecodingError):
         body += chunk
         if len(body) > limit:
             raise BodyTooLarge(f"the body is over the limit of {limit} bytes")
@@ -234,8 +235,12 @@ class HttpTarget:
 
     def client(self) -> httpx.AsyncClient:
         """A new HTTP client for this target (one per connection)."""
+        # Only the codings read in bounded steps are asked for (:mod:`...decoding`).
         return httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout), follow_redirects=False, trust_env=False
+            timeout=httpx.Timeout(self.timeout),
+            follow_redirects=False,
+            trust_env=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
         )
 
     def connect(self, report: RevisionReport) -> AbstractAsyncContextManager[HttpLink]:
@@ -677,7 +682,7 @@ class HttpLink:
         (``label event N``); an event over the limit is filed and skipped."""
         decoder = SseDecoder(MAX_MESSAGE)
         events = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in decoded_chunks(response, error=httpx.DecodingError):
             for event in decoder.feed(chunk):
                 if event.event != "message":
                     continue

@@ -30,6 +30,7 @@ import msgspec
 
 from mcpspec.runtime.connection.http.client import media_type
 from mcpspec.runtime.connection.http.client_events import SseDecoder
+from mcpspec.runtime.connection.http.decoding import decoded_chunks
 from mcpspec.runtime.errors import show
 from mcpspec.runtime.negotiation import (
     META_CLIENT_CAPABILITIES,
@@ -187,7 +188,7 @@ class _Probes:
     async def _read(self, response: httpx.Response, exchange: _Exchange, answer_of: Any) -> None:
         if exchange.media == "text/event-stream":
             decoder = SseDecoder(MAX_MESSAGE)
-            async for chunk in response.aiter_bytes():
+            async for chunk in decoded_chunks(response, error=httpx.DecodingError):
                 for event in decoder.feed(chunk):
                     if event.event == "message" and event.data is not None:
                         answer = incoming(event.data)

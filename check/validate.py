@@ -162,6 +162,13 @@ def _key(request_id: Any) -> bytes:
         return b"?"
 
 
+def _error_code(response: dict[str, Any]) -> int | None:
+    """The code of an error response; ``None`` for a result, or a code not an integer."""
+    error = response.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) else None
+
+
 def _lines(path: Path) -> list[tuple[int, bytes]]:
     """The non-blank lines of ``path`` with their numbers; each at most MAX_LINE_BYTES."""
     out: list[tuple[int, bytes]] = []
@@ -433,6 +440,9 @@ class _Replay:
         self.requests: dict[Side, dict[bytes, tuple[int, str]]] = {"client": {}, "server": {}}
         #: Where the responses of each side are: (side, id key) -> entry indexes.
         self.answers: dict[tuple[Side, bytes], list[int]] = {}
+        #: The error code of each response: (entry index, id key) -> the code (``None``
+        #: for a result, or a code that is no integer).
+        self.error_codes: dict[tuple[int, bytes], int | None] = {}
         self.ready: str | None = None
         #: The line where negotiation failed (nothing after it is judged).
         self.failed_negotiation = 0
@@ -446,7 +456,9 @@ class _Replay:
             body = _peek(entry.data)
             for member in body if isinstance(body, list) else [body]:
                 if isinstance(member, dict) and "method" not in member:
-                    self.answers.setdefault((entry.side, _key(member.get("id"))), []).append(index)
+                    key = _key(member.get("id"))
+                    self.answers.setdefault((entry.side, key), []).append(index)
+                    self.error_codes.setdefault((index, key), _error_code(member))
 
     def finding(self, check: str, line: int, path: str, why: str) -> None:
         self.report.add(broken(check, f"line {line}: {path}", why, self.revision))
@@ -617,15 +629,7 @@ class _Replay:
         """The error code ``side`` answered ``request_id`` with after entry ``index``
         (``None``: a result, or no answer)."""
         at = self._answer_index(index, side, request_id)
-        if at is None:
-            return None
-        body = _peek(self.recording.entries[at].data)
-        for member in body if isinstance(body, list) else [body]:
-            if isinstance(member, dict) and member.get("id") == request_id:
-                error = member.get("error")
-                code = error.get("code") if isinstance(error, dict) else None
-                return code if isinstance(code, int) else None
-        return None
+        return None if at is None else self.error_codes.get((at, _key(request_id)))
 
     def answer_line(self, index: int, side: Side, request_id: Any) -> int:
         at = self._answer_index(index, side, request_id)

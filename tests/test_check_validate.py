@@ -23,6 +23,7 @@ unknown method is allowed, and the server answered -32601 as it must.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,31 @@ def test_unknown_method_answered_with_the_wrong_code(tmp_path: Path) -> None:
     ((where, check, outcome, why),) = _problems(path)
     assert (where, check, outcome) == ("line 6: $.error.code", "protocol.unknown-method", FAILED)
     assert "-32000, not -32601" in why
+
+
+def test_unknown_methods_refused_in_one_batch_are_each_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3,000 requests for an unknown method, refused by one batch answer (over the batch
+    limit, which is the server's own violation): each refusal is the right code, found
+    in the answer read once (it used to be decoded again for every request)."""
+    asks = [("client", {"jsonrpc": "2.0", "id": n, "method": "no/such"}) for n in range(2, 3002)]
+    refusal = {"code": -32601, "message": "no"}
+    batch = [{"jsonrpc": "2.0", "id": n, "error": refusal} for n in range(2, 3002)]
+    path = _transcript(tmp_path, *OPENING, *asks, ("server", batch))
+    peek = validate_module._peek
+    decoded: list[bytes] = []
+    monkeypatch.setattr(validate_module, "_peek", lambda data: decoded.append(data) or peek(data))
+    (counted,) = [f for f in validate_file(path).findings if f.check == "protocol.unknown-method"]
+    assert max(Counter(decoded).values()) <= 4  # the batch too, not once per request
+    assert counted.outcome is PASSED
+    assert counted.why.endswith("-32601: 3000")
+    batch[5]["error"] = {"code": -32000, "message": "wrong"}
+    path = _transcript(tmp_path, *OPENING, *asks, ("server", batch))
+    (wrong,) = [f for f in validate_file(path).findings if f.check == "protocol.unknown-method"]
+    assert wrong.outcome is FAILED
+    assert wrong.where == f"line {5 + len(asks)}: $.error.code"
+    assert "-32000, not -32601" in wrong.why
 
 
 def test_progress_going_backwards(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ import pytest
 from httpx import ASGITransport, AsyncClient
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import asgi
+from mcpspec.runtime.connection.http import asgi, legacy
+from mcpspec.runtime.connection.http.legacy import LegacyStream
 from tests.http_kit import serve_app
 from tests.test_http_app import (
     ACCEPT,
@@ -202,3 +203,26 @@ async def test_a_stateless_request_whose_client_stopped_reading_is_cancelled() -
         async with stalled_post(base, headers, flood_call(1, dict(META))):
             with anyio.fail_after(GUARD):
                 await seen["cancelled"].wait()
+
+
+# -- the HTTP+SSE inbox ------------------------------------------------------------------------
+
+
+async def test_the_http_sse_inbox_is_bounded_in_bytes_as_well_as_messages() -> None:
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    stream = LegacyStream(send, keepalive=GUARD)
+    big = b"x" * (4 * 1024 * 1024)
+    taken = 0
+    while stream.deliver(big):
+        taken += 1
+    assert taken * len(big) <= legacy._INBOX_BYTES < legacy._INBOX * len(big)
+    assert await stream.receive() == big
+    assert stream.deliver(big)  # room again
+    for _ in range(taken):
+        await stream.receive()
+    assert stream.deliver(b"y" * (legacy._INBOX_BYTES + 1))  # one of any size, when empty
+    assert not stream.deliver(b"{}")

@@ -291,6 +291,34 @@ async def test_a_burst_of_the_same_change_takes_one_place_in_a_listener_queue() 
     ]
 
 
+async def test_past_max_sessions_listeners_the_oldest_stream_ends() -> None:
+    server, _ = build_server()
+    app = server.http_app(max_sessions=2)
+    listeners = [Listener(app) for _ in range(3)]
+    ended = [anyio.Event() for _ in listeners]
+
+    async def run(index: int) -> None:
+        await listeners[index].run()
+        ended[index].set()
+
+    async with anyio.create_task_group() as task_group:
+        for index, listener in enumerate(listeners):
+            task_group.start_soon(run, index)
+            with anyio.fail_after(GUARD):
+                await listener.acknowledged.wait()
+        with anyio.fail_after(GUARD):
+            await ended[0].wait()  # its client never left: the server ended it
+        assert not ended[1].is_set() and not ended[2].is_set()
+        assert len([c for c in server._connections if c.feed is not None]) == 2
+        await touch(app, 2)
+        with anyio.fail_after(GUARD):
+            await listeners[1].changed.wait()
+            await listeners[2].changed.wait()
+        for listener in listeners[1:]:
+            listener.leave.set()
+    assert not listeners[0].changed.is_set()
+
+
 async def test_listen_under_json_response_is_an_sse_stream() -> None:
     server, _ = build_server()
     app = server.http_app(json_response=True)

@@ -312,7 +312,8 @@ class Client:
     those of the handlers given: ``sampling``, ``elicitation`` and ``roots`` answer the
     server's requests (:data:`ServerRequestHandler`). ``on_log`` gets log messages,
     ``on_notification`` every other notification, ``on_violation`` the server's
-    protocol violations (logged when not given). ``open_timeout`` bounds negotiation.
+    protocol violations (logged when not given). ``open_timeout`` bounds opening:
+    connecting (over HTTP+SSE, the wait for the endpoint) and negotiation.
     ``limits`` bound what the server can make the client hold
     (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
     """
@@ -473,6 +474,7 @@ class Client:
                 transport=transport,
                 max_message_size=limit,
                 renew_sessions=renew_sessions,
+                open_timeout=options.get("open_timeout"),
             )
 
         return cls(connect, **options)
@@ -485,6 +487,7 @@ class Client:
         stack = AsyncExitStack()
         await stack.__aenter__()
         self._stack = stack
+        started = anyio.current_time()
         try:
             stream = await stack.enter_async_context(self._connect())
             self._stream = stream
@@ -498,7 +501,10 @@ class Client:
             )
             self._peer = peer  # before the reader starts: the server's requests need it
             await stack.enter_async_context(peer)
-            self._ready = await peer.open(timeout=self._open_timeout)
+            timeout = self._open_timeout
+            if timeout is not None:  # what connecting left of it
+                timeout = max(0.0, timeout - (anyio.current_time() - started))
+            self._ready = await peer.open(timeout=timeout)
         except BaseException:
             await self._exit()
             raise

@@ -35,16 +35,25 @@ back) and posts the message again; what the old session held on the server is no
 again. When that is off (``renew_sessions=False``) or fails, the request fails (message
 ``"Session expired ..."``) and the stream ends (``ConnectionClosed`` for what follows).
 
-Every buffer is bounded: one message by ``max_message_size``, the queue of received
+Every message is posted by a task of the stream (:meth:`HttpClientStream.send` returns
+once it is started), so a server slow to answer a POST holds up neither the sender nor
+the other messages; the acknowledgement of a notification or response is bounded by the
+read timeout.
+
+Every buffer is bounded: one message by ``max_message_size`` (bodies are decoded from
+their ``Content-Encoding`` in bounded steps: :mod:`.decoding`), the queue of received
 messages by ``queue_size`` (a full queue holds the responses back), error bodies by
-what is kept of them, reconnections by ``max_reconnects``.
+what is kept of them, reconnections by ``max_reconnects`` (a resumed stream that
+replays what it sent before counts as broken), the notifications and responses in
+flight by :data:`MAX_NOTICES_IN_FLIGHT`, the tools whose parameters are mirrored by
+:data:`MAX_REMEMBERED_TOOLS`. A batch the server sends is handed to the session whole.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, suppress
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing, suppress
 from types import TracebackType
 from typing import Any, Final, Literal, cast
 from urllib.parse import urljoin, urlsplit
@@ -66,6 +75,7 @@ from ..scopes import Scopes
 from ..transport import DEFAULT_MAX_MESSAGE_SIZE
 from .client_events import SseDecoder
 from .client_sse import LegacySseChannel, NoSseEndpoint
+from .decoding import ACCEPT_ENCODING, decoded_chunks
 from .library import library_of, timeout_of
 
 __all__ = [
@@ -98,16 +108,27 @@ QUEUE_SIZE: Final = 64
 MAX_RECONNECTS: Final = 5
 #: Seconds before reconnecting when the server did not say (``retry``).
 RECONNECT_DELAY: Final = 1.0
+#: Event ids a resumed response stream remembers, to tell progress from replay.
+MAX_SEEN_EVENT_IDS: Final = 1024
+#: The shortest ``retry`` heeded, in seconds (``retry: 0`` would reconnect in a loop).
+MIN_RETRY: Final = 0.1
 #: How much of an error body is quoted in a made-up error.
 BODY_QUOTED: Final = 512
 #: Sessions renewed in a row (with no answered request between) before giving up.
 MAX_RENEWALS: Final = 3
+#: Notifications and responses posted at once (:meth:`HttpClientStream.send`).
+MAX_NOTICES_IN_FLIGHT: Final = 16
+#: Seconds closing waits for the notifications and responses being posted.
+NOTICE_GRACE: Final = 1.0
+#: Tools whose ``x-mcp-header`` parameters are remembered (the ones listed last).
+MAX_REMEMBERED_TOOLS: Final = 4096
 #: The longest session id accepted.
 MAX_SESSION_ID: Final = 1024
 #: Headers the stream writes; a caller's ``headers`` cannot set them.
 LIBRARY_HEADERS: Final = frozenset(
     {
         "accept",
+        "accept-encoding",
         "content-type",
         "content-length",
         "last-event-id",
@@ -211,6 +232,20 @@ def _answered_id(data: bytes, message: _Incoming | None) -> Any:
     return request_id if message.method is None and is_id(request_id) else UNSET
 
 
+def _batch_answers(data: bytes, request_id: Any) -> bool:
+    """Whether a member of the batch ``data`` answers ``request_id`` (members are read
+    one level deep: a nested batch is the session's to refuse)."""
+    try:
+        members = _BATCH.decode(data)
+    except _DECODE_FAILURES:
+        return False
+    for member in members:
+        item = bytes(member)
+        if item[:1] == b"{" and _answered_id(item, _incoming(item)) == request_id:
+            return True
+    return False
+
+
 def _unattributed_error(message: _Incoming | None) -> Any:
     """The ``error`` of ``message`` when it is an error response whose id is null or
     absent (a server writes one when it cannot read the request's id); else ``None``."""
@@ -256,23 +291,23 @@ class _BodyStalled(Exception):
         self.idle = idle
 
 
-async def _read_body(response: httpx.Response, limit: int, idle: float | None) -> bytes:
-    """The body, read up to ``limit`` bytes; raises :class:`_BodyTooLarge` past it, and
-    :class:`_BodyStalled` when no byte of it comes for ``idle`` seconds (``None``: no
-    bound; the answers of a stream are read without one)."""
+async def _read_body(chunks: AsyncGenerator[bytes, None], limit: int, idle: float | None) -> bytes:
+    """The body of ``chunks``, read up to ``limit`` bytes; raises :class:`_BodyTooLarge`
+    past it, and :class:`_BodyStalled` when no byte of it comes for ``idle`` seconds
+    (``None``: no bound; the answers of a stream are read without one)."""
     body = bytearray()
-    chunks = response.aiter_bytes()
-    while True:
-        try:
-            with anyio.fail_after(idle):
-                chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            return bytes(body)
-        except TimeoutError:
-            raise _BodyStalled(idle or 0.0) from None
-        body += chunk
-        if len(body) > limit:
-            raise _BodyTooLarge(len(body))
+    async with aclosing(chunks):
+        while True:
+            try:
+                with anyio.fail_after(idle):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return bytes(body)
+            except TimeoutError:
+                raise _BodyStalled(idle or 0.0) from None
+            body += chunk
+            if len(body) > limit:
+                raise _BodyTooLarge(len(body))
 
 
 class _Post:
@@ -304,8 +339,14 @@ class HttpClientStream:
     without one: a request's own ``timeout`` bounds it). ``http_client`` is an
     ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` to use (TLS, proxies, pools: the
     caller's, and left open; :mod:`.library`); without one the stream makes an ``httpx``
-    one. ``transport`` picks the transport (:data:`HttpTransport`).
+    one. ``transport`` picks the transport (:data:`HttpTransport`); with ``"sse"``,
+    entering the stream opens the HTTP+SSE stream, within ``open_timeout`` seconds
+    (``TimeoutError`` after).
     """
+
+    #: :meth:`send` hands every message to a task of the stream, which posts it whole
+    #: even when the sender is cancelled: a connection needs no shield around it.
+    _completes_sends: Final = True
 
     def __init__(
         self,
@@ -321,6 +362,7 @@ class HttpClientStream:
         max_reconnects: int = MAX_RECONNECTS,
         reconnect_delay: float = RECONNECT_DELAY,
         renew_sessions: bool = True,
+        open_timeout: float | None = None,
     ) -> None:
         if transport not in ("auto", "streamable", "sse"):
             raise ValueError(f"not an HTTP transport: {transport!r}")
@@ -353,6 +395,7 @@ class HttpClientStream:
         self._max_reconnects = max_reconnects
         self._reconnect_delay = reconnect_delay
         self._renew_sessions = renew_sessions
+        self._open_timeout = open_timeout
         self._renewing = anyio.Lock()
         self._renewals = 0
         #: The opening messages, to open a new session with when the server ends one.
@@ -365,6 +408,8 @@ class HttpClientStream:
         #: The tasks running (closing cancels them).
         self._scopes = Scopes()
         self._posts: dict[Any, _Post] = {}
+        #: Room for the notifications and responses being posted.
+        self._notices = anyio.Semaphore(MAX_NOTICES_IN_FLIGHT)
         self._tool_params: dict[str, Sequence[ParamHeader]] = {}
         self._initialize_id: Any = UNSET
         self._legacy: LegacySseChannel | None = None
@@ -407,7 +452,7 @@ class HttpClientStream:
         self._task_group = task_group
         if self._transport_choice == "sse":
             try:
-                await self._open_legacy()
+                await self._open_legacy(self._open_timeout)
             except BaseException:
                 await self.__aexit__(None, None, None)
                 raise
@@ -435,6 +480,11 @@ class HttpClientStream:
         if self._closed:
             return
         self._closed = True
+        if self._notices.value < MAX_NOTICES_IN_FLIGHT:
+            # A notification just sent (a cancellation, say) is posted still, for a while.
+            with anyio.move_on_after(NOTICE_GRACE, shield=True):
+                for _ in range(MAX_NOTICES_IN_FLIGHT):
+                    await self._notices.acquire()
         self._scopes.cancel()
         self._queue_in.close()
         with anyio.CancelScope(shield=True):
@@ -445,17 +495,17 @@ class HttpClientStream:
         if session_id is None or self._deleted or self._legacy is not None:
             return
         self._deleted = True
-        client = self._client
-        if client is None:
+        if self._client is None:
             return
         headers = {**self._headers, **self._session_headers()}
         try:
             with anyio.move_on_after(self._timeout.connect or DEFAULT_TIMEOUT):
-                response = await client.delete(
-                    self.url, headers=headers, auth=self._auth, timeout=self._timeout
-                )
-                if response.status_code >= 400 and response.status_code != 405:
-                    logger.debug("DELETE of the session answered %s", response.status_code)
+                # The answer's body is not read: nothing in it matters now.
+                async with self._open_exchange(
+                    "DELETE", self.url, headers=headers, timeout=self._timeout
+                ) as response:
+                    if response.status_code >= 400 and response.status_code != 405:
+                        logger.debug("DELETE of the session answered %s", response.status_code)
         except (self._library.error, ValueError) as exc:  # closing never raises
             logger.debug("DELETE of the session failed: %r", exc)
 
@@ -479,26 +529,48 @@ class HttpClientStream:
         return item
 
     async def send(self, data: bytes) -> None:
-        """Post one message. A request's answer is read by a task of its own (``send``
-        returns once it is started); a notification or response is posted here."""
+        """Post one message, from a task of the stream: ``send`` returns once that task
+        is started, and the message is posted whole even when the caller is cancelled
+        meanwhile. A request's task reads its answer too. At most
+        :data:`MAX_NOTICES_IN_FLIGHT` notifications and responses are posted at once
+        (``send`` waits for room), each acknowledgement bounded by the read timeout;
+        ``send`` waits for ``notifications/initialized`` to be acknowledged, as the
+        requests after it must not overtake it."""
         if self._closed or self._task_group is None or self.session_expired:
             raise ConnectionClosed(self._close_reason)
         message = _outgoing(data)
         method = message.method if isinstance(message.method, str) else None
-        if method == "notifications/cancelled" and await self._cancel(message):
+        if method == "notifications/cancelled" and self._cancel(message):
             return
         if method is not None and message.id is not UNSET:
-            await self._send_request(data, message, method)
+            self._send_request(data, message, method)
             return
-        await self._post_inline(data, message, method)
+        if method == "notifications/initialized" and self._legacy is None:
+            self._initialized_body = data
+        await self._notices.acquire()
+        if self._closed:
+            self._notices.release()
+            raise ConnectionClosed(self._close_reason)
+        acknowledged = anyio.Event()
+        self._spawn(self._run_notice, data, message, method, acknowledged)
+        if method == "notifications/initialized":
+            await acknowledged.wait()
 
     # -- tools (2026-07-28) ---------------------------------------------------------------------
 
     def remember_tool_params(self, tools: Mapping[str, Sequence[ParamHeader]]) -> None:
         """Learn the ``x-mcp-header`` parameters of tools (name -> ``ParamHeader``\\ s,
         from :func:`mcpspec.runtime.mirror.param_headers`): ``tools/call`` requests for
-        them carry the ``Mcp-Param-*`` headers."""
-        self._tool_params.update(tools)
+        them carry the ``Mcp-Param-*`` headers. Only tools with such parameters are
+        kept, the :data:`MAX_REMEMBERED_TOOLS` listed last: a server listing more new
+        tools for ever does not make the client grow for ever."""
+        remembered = self._tool_params
+        for name, params in tools.items():
+            remembered.pop(name, None)  # listed again: it moves to the newest
+            if params:
+                remembered[name] = params
+        while len(remembered) > MAX_REMEMBERED_TOOLS:
+            del remembered[next(iter(remembered))]
 
     def _params_of(self, name: str) -> Sequence[ParamHeader]:
         return self._tool_params.get(name, ())
@@ -514,6 +586,13 @@ class HttpClientStream:
             headers["Mcp-Session-Id"] = self.session_id
         return headers
 
+    async def _session_settled(self) -> None:
+        """Wait while the session is being renewed: what is posted meanwhile would go
+        without a session id."""
+        if self._renewing.locked():
+            async with self._renewing:
+                pass
+
     def _post_headers(self, data: bytes, message: OutgoingEnvelope) -> dict[str, str]:
         headers = {**self._headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
         version = stateless_version(message)
@@ -524,7 +603,7 @@ class HttpClientStream:
         headers.update(self._session_headers())
         return headers
 
-    async def _send_request(self, data: bytes, message: OutgoingEnvelope, method: str) -> None:
+    def _send_request(self, data: bytes, message: OutgoingEnvelope, method: str) -> None:
         if method == "initialize":
             # A probe may have gone before: its version is not this handshake's.
             self._initialize_id = message.id
@@ -537,17 +616,10 @@ class HttpClientStream:
                 self.stateless = True
                 self.protocol_version = version
         post = _Post(message.id, method, stateless_version(message) is not None)
-        if self._legacy is not None:
-            self._posts[post.id] = post
-            try:
-                await self._post_legacy(data, post)
-            finally:
-                self._posts.pop(post.id, None)
-            return
         self._posts[post.id] = post
         self._spawn(self._run_post, data, message, post)
 
-    async def _cancel(self, message: OutgoingEnvelope) -> bool:
+    def _cancel(self, message: OutgoingEnvelope) -> bool:
         """Act on an outgoing ``notifications/cancelled``: close the response stream of
         the request it names (in 2026-07-28 that is the cancellation, and nothing is
         posted: ``True``)."""
@@ -563,16 +635,40 @@ class HttpClientStream:
             post.scope.cancel()
         return False
 
-    async def _post_inline(
-        self, data: bytes, message: OutgoingEnvelope, method: str | None
+    async def _run_notice(
+        self,
+        data: bytes,
+        message: OutgoingEnvelope,
+        method: str | None,
+        acknowledged: anyio.Event,
     ) -> None:
+        """Post a notification or a response (:meth:`send`), then open the standalone
+        stream after ``notifications/initialized``. A failure is logged: nobody waits
+        for the answer of a notification."""
+        what = method or "a response"
+        try:
+            with anyio.move_on_after(self._timeout.read) as bound:
+                await self._post_notice(data, message)
+            if bound.cancelled_caught:
+                logger.warning(
+                    "the server did not acknowledge %s within %g s", what, self._timeout.read
+                )
+            elif method == "notifications/initialized" and not self._listening:
+                self._listening = True
+                await self._start_listening()
+        except ConnectionClosed as exc:
+            logger.warning("%s was not posted: %s", what, exc)
+        finally:
+            self._notices.release()
+            acknowledged.set()
+
+    async def _post_notice(self, data: bytes, message: OutgoingEnvelope) -> None:
         """Post a notification or a response and read the server's acknowledgement."""
         if self._legacy is not None:
             await self._post_legacy(data, None)
             return
-        if method == "notifications/initialized":
-            self._initialized_body = data
         for attempt in range(2):
+            await self._session_settled()
             try:
                 headers = self._post_headers(data, message)
             except MirrorError as exc:
@@ -585,9 +681,6 @@ class HttpClientStream:
             if attempt or not await self._renew(expired):
                 self._expire()
                 raise ConnectionClosed(self._close_reason)
-        if method == "notifications/initialized" and not self._listening:
-            self._listening = True
-            await self._start_listening()
 
     async def _start_listening(self) -> None:
         """Open the standalone stream (after ``initialize``, or a renewed session's).
@@ -617,7 +710,7 @@ class HttpClientStream:
             method,
             url,
             content=content,
-            headers=cast("Mapping[str, str]", headers),
+            headers=cast("Mapping[str, str]", {**headers, "Accept-Encoding": ACCEPT_ENCODING}),
             auth=self._auth,
             timeout=timeout,
         )
@@ -642,6 +735,14 @@ class HttpClientStream:
             raise ConnectionClosed(f"POST {self.url} failed: {exc!r}") from exc
         return None
 
+    def _chunks(self, response: httpx.Response) -> AsyncGenerator[bytes, None]:
+        """The body of ``response``, decoded in bounded steps (:mod:`.decoding`)."""
+        return decoded_chunks(response, error=self._library.decoding_error)
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """The body of an answer that is not a stream (:func:`_read_body`)."""
+        return await _read_body(self._chunks(response), self._limit, self._timeout.read)
+
     def _spawn(self, function: Callable[..., Any], *args: Any) -> None:
         """Run ``function(*args)`` in a task that closing the stream cancels."""
         assert self._task_group is not None
@@ -652,7 +753,9 @@ class HttpClientStream:
         try:
             with post.scope:
                 try:
-                    if await self._exchange(data, message, post):
+                    if self._legacy is not None:
+                        await self._post_legacy_request(data, post)
+                    elif await self._exchange(data, message, post):
                         post.renewed = True
                         await self._exchange(data, message, post)
                 except self._library.error as exc:
@@ -677,6 +780,7 @@ class HttpClientStream:
     async def _exchange(self, data: bytes, message: OutgoingEnvelope, post: _Post) -> bool:
         """Post a request and deliver what answers it; ``True`` when the session expired
         and a new one was opened: the request is to be posted again."""
+        await self._session_settled()
         headers = self._post_headers(data, message)
         async with self._open_exchange(
             "POST",
@@ -718,7 +822,7 @@ class HttpClientStream:
                 if not post.answered and not post.stateless:
                     await self._resume(post, decoder)
             elif media == "application/json":
-                body = await _read_body(response, self._limit, self._timeout.read)
+                body = await self._read_body(response)
                 await self._deliver_body(body, post)
             elif 300 <= status < 400 and "location" in response.headers:
                 # Not followed: a redirect may lead elsewhere with the caller's
@@ -798,14 +902,10 @@ class HttpClientStream:
             return False
         self.protocol_version = answered
         headers.update(self._session_headers())
-        response = await self._http().post(
-            self.url,
-            content=self._initialized_body,
-            headers=headers,
-            auth=self._auth,
-            timeout=self._timeout,
-        )
-        return response.status_code < 300
+        async with self._open_exchange(
+            "POST", self.url, content=self._initialized_body, headers=headers, timeout=self._timeout
+        ) as response:
+            return response.status_code < 300  # its body (of a 202: none) is not read
 
     async def _initialize_answer(self, response: httpx.Response) -> str | None:
         """The protocol version of the initialize result in ``response`` (JSON or
@@ -823,11 +923,11 @@ class HttpClientStream:
             return found if isinstance(found, str) else None
 
         if media_type(response) == "application/json":
-            return version_of(await _read_body(response, self._limit, self._timeout.read))
+            return version_of(await self._read_body(response))
         if media_type(response) != "text/event-stream":
             return None
         decoder = SseDecoder(self._limit)
-        async for chunk in response.aiter_bytes():
+        async for chunk in self._chunks(response):
             for event in decoder.feed(chunk):
                 if event.event == "message" and event.data is not None:
                     version = version_of(event.data)
@@ -849,15 +949,13 @@ class HttpClientStream:
             await self._queue_in.send(item)  # closed: nobody reads any more
 
     async def _deliver_message(self, data: bytes, post: _Post | None) -> None:
-        """Queue one message (or each of a batch), noting when it answers ``post``."""
+        """Queue one message, noting when it answers ``post``. A batch is queued whole,
+        for the session to apply its rules to; it answers ``post`` when one of its
+        members does."""
         if data.lstrip()[:1] == b"[":
-            try:
-                items = _BATCH.decode(data)
-            except _DECODE_FAILURES:
-                await self._put(data)  # the session reports it
-                return
-            for item in items:
-                await self._deliver_message(bytes(item), post)
+            if post is not None and not post.answered and _batch_answers(data, post.id):
+                post.answered = True
+            await self._put(data)
             return
         if post is not None and not post.answered:
             message = _incoming(data)
@@ -907,7 +1005,7 @@ class HttpClientStream:
         id null, or none, answers ``post``): ``None``; else the start of the body, to
         quote."""
         try:
-            body = await _read_body(response, self._limit, self._timeout.read)
+            body = await self._read_body(response)
         except _BodyTooLarge as exc:
             return f"({exc.size}+ bytes)"
         except (self._library.error, _BodyStalled):
@@ -944,7 +1042,7 @@ class HttpClientStream:
         """Deliver the ``message`` events of an SSE body until it ends (or answers
         ``post``); whether any event came."""
         seen = False
-        async for chunk in response.aiter_bytes():
+        async for chunk in self._chunks(response):
             before = decoder.last_event_id
             for event in decoder.feed(chunk):
                 seen = True
@@ -980,14 +1078,15 @@ class HttpClientStream:
 
     async def _resume(self, post: _Post, decoder: SseDecoder) -> None:
         """A response stream ended before its answer: reconnect with ``GET`` and
-        ``Last-Event-ID`` (after the server's ``retry``) while that brings events."""
+        ``Last-Event-ID`` (after the server's ``retry``) while that brings events with
+        ids not seen before."""
         failures = 0
+        seen_ids = {decoder.last_event_id}
         while not post.answered and decoder.last_event_id is not None:
             if failures >= self._max_reconnects:
                 post.note = f"the response stream broke {failures} times without an answer"
                 return
-            delay = decoder.retry if decoder.retry is not None else self._reconnect_delay
-            await anyio.sleep(delay)
+            await anyio.sleep(self._delay(decoder.retry))
             resumed = SseDecoder(self._limit)
             resumed.last_event_id, resumed.retry = decoder.last_event_id, decoder.retry
             decoder = resumed
@@ -1001,12 +1100,24 @@ class HttpClientStream:
                     if response.status_code >= 400 or media_type(response) != "text/event-stream":
                         post.note = f"resuming the response stream: HTTP {response.status_code}"
                         return
-                    progressed = await self._read_events(response, decoder, post)
+                    await self._read_events(response, decoder, post)
             except self._library.error:
-                progressed = False
-            failures = 0 if progressed else failures + 1
+                pass
+            # Only a new event id is progress: a server replaying the same events for
+            # ever is given up like one that sends nothing.
+            if decoder.last_event_id in seen_ids:
+                failures += 1
+            else:
+                failures = 0
+                if len(seen_ids) < MAX_SEEN_EVENT_IDS:
+                    seen_ids.add(decoder.last_event_id)
         if not post.answered and post.note is None:
             post.note = "the response stream ended without an answer"
+
+    def _delay(self, retry: float | None) -> float:
+        """Seconds before reconnecting: the server's ``retry`` (at least
+        :data:`MIN_RETRY`), else ``reconnect_delay``."""
+        return self._reconnect_delay if retry is None else max(retry, MIN_RETRY)
 
     async def _listen(self, opened: anyio.Event) -> None:
         """The standalone ``GET`` stream of the server's own requests and notifications
@@ -1050,15 +1161,19 @@ class HttpClientStream:
             opened.set()
             last_event_id, retry = decoder.last_event_id, decoder.retry
             failures = 0 if progressed else failures + 1
-            await anyio.sleep(retry if retry is not None else self._reconnect_delay)
+            await anyio.sleep(self._delay(retry))
 
     # -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------
 
-    async def _open_legacy(self) -> None:
+    async def _open_legacy(self, within: float | None = None) -> None:
+        """Open the HTTP+SSE stream: at its URL, else at its ``sse`` sibling, the
+        endpoint event awaited for the read timeout at each, and ``within`` seconds in
+        all (``TimeoutError`` after)."""
         assert self._task_group is not None
         channel = LegacySseChannel(
             self._http(),
             http_error=self._library.error,
+            decoding_error=self._library.decoding_error,
             headers=self._headers,
             auth=self._auth,
             timeout=self._stream_timeout,
@@ -1067,15 +1182,24 @@ class HttpClientStream:
             ended=self._end_receiving,
         )
         failures: list[str] = []
+        deadline = None if within is None else anyio.current_time() + within
         for url in _sse_urls(self.url):
+            wait = self._timeout.read
+            if deadline is not None:
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    break
+                wait = left if wait is None else min(wait, left)
             try:
-                await channel.open(self._task_group, url, wait=self._timeout.read)
+                await channel.open(self._task_group, url, wait=wait)
             except NoSseEndpoint as exc:
                 failures.append(str(exc))
                 continue
             self._legacy = channel
             logger.debug("%s speaks HTTP+SSE: posting to %s", self.url, channel.endpoint)
             return
+        if deadline is not None and anyio.current_time() >= deadline:
+            raise TimeoutError(f"no HTTP+SSE endpoint within {within:g} s: " + "; ".join(failures))
         raise ConnectionClosed("no HTTP+SSE endpoint: " + "; ".join(failures))
 
     async def _put_legacy(self, item: bytes | MessageTooLarge) -> None:
@@ -1095,6 +1219,14 @@ class HttpClientStream:
                 logger.debug("no fallback to HTTP+SSE: %s", exc)
                 return False
             return True
+
+    async def _post_legacy_request(self, data: bytes, post: _Post) -> None:
+        """Post a request to the HTTP+SSE endpoint: its acknowledgement is bounded by
+        the read timeout (its answer comes on the stream, bounded by the caller)."""
+        with anyio.move_on_after(self._timeout.read) as bound:
+            await self._post_legacy(data, post)
+        if bound.cancelled_caught:
+            post.note = f"the POST was not acknowledged within {self._timeout.read:g} s"
 
     async def _post_legacy(self, data: bytes, post: _Post | None) -> None:
         """Post a message to the HTTP+SSE endpoint; its answer comes on the stream."""

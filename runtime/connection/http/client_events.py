@@ -70,13 +70,21 @@ class SseDecoder:
         buffer = self._buffer
         buffer += chunk
         start = 0
+        # The next LF and CR from where the search is (-1: none in the buffer): each is
+        # searched for again only once passed, so a chunk is scanned once for each.
+        next_lf = next_cr = -2
         while start < len(buffer):
             if self._after_cr:
                 self._after_cr = False
                 if buffer[start] == _LF:
                     start += 1
                     continue
-            end = _line_end(buffer, max(start, self._scanned))
+            search = max(start, self._scanned)
+            if -1 < next_lf < search or next_lf == -2:
+                next_lf = buffer.find(b"\n", search)
+            if -1 < next_cr < search or next_cr == -2:
+                next_cr = buffer.find(b"\r", search)
+            end = next_cr if next_lf < 0 or -1 < next_cr < next_lf else next_lf
             if end < 0:
                 break
             if self._skipping:
@@ -139,10 +147,3 @@ class SseDecoder:
         self._data_size = 0
         self._oversized = False
         self._event = ""
-
-
-def _line_end(buffer: bytearray, start: int) -> int:
-    """The index of the first CR or LF in ``buffer`` from ``start``; -1 if none."""
-    lf = buffer.find(b"\n", start)
-    cr = buffer.find(b"\r", start, lf if lf >= 0 else len(buffer))
-    return cr if cr >= 0 else lf

@@ -21,6 +21,7 @@ import httpx
 
 from ..errors import MessageTooLarge
 from .client_events import SseDecoder
+from .decoding import ACCEPT_ENCODING, decoded_chunks
 
 __all__ = ["LegacySseChannel", "NoSseEndpoint"]
 
@@ -44,6 +45,7 @@ class LegacySseChannel:
         client: httpx.AsyncClient,
         *,
         http_error: type[Exception] = httpx.HTTPError,
+        decoding_error: type[Exception] = httpx.DecodingError,
         headers: Mapping[str, str],
         auth: Any,
         timeout: httpx.Timeout,
@@ -53,6 +55,7 @@ class LegacySseChannel:
     ) -> None:
         self._client = client
         self._http_error = http_error
+        self._decoding_error = decoding_error
         self._headers = dict(headers)
         self._auth = auth
         self._timeout = timeout
@@ -81,7 +84,11 @@ class LegacySseChannel:
     async def _read(
         self, url: str, *, task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        headers = {**self._headers, "Accept": "text/event-stream"}
+        headers = {
+            **self._headers,
+            "Accept": "text/event-stream",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
         started = False
         reason = "the server ended the SSE stream"
         try:
@@ -94,7 +101,7 @@ class LegacySseChannel:
                         f"GET {url} answered {response.status_code} {media or 'no content'}"
                     )
                 decoder = SseDecoder(self._limit)
-                async for chunk in response.aiter_bytes():
+                async for chunk in decoded_chunks(response, error=self._decoding_error):
                     for event in decoder.feed(chunk):
                         if not started:
                             if event.event == "endpoint" and event.data is not None:

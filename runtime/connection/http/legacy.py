@@ -45,6 +45,9 @@ __all__ = ["LegacySse", "LegacyStream"]
 
 #: How many POSTed messages a connection holds before its reader takes them.
 _INBOX: Final = 256
+#: How many bytes of them it holds (one message of any size the body limit lets in
+#: is taken when the inbox is empty).
+_INBOX_BYTES: Final = 16 * 1024 * 1024
 
 
 class LegacyStream:
@@ -55,16 +58,21 @@ class LegacyStream:
         self._send = send
         self._keepalive = keepalive
         self._inbox: collections.deque[bytes] = collections.deque()
+        #: The bytes of the messages in the inbox.
+        self._held = 0
         self._arrived = anyio.Event()
         self._closed = False
         self._lock = anyio.Lock()
 
     def deliver(self, data: bytes) -> bool:
         """Take one POSTed message; ``False`` when the connection is closed or its
-        inbox is full."""
+        inbox is full (in messages, or in bytes)."""
         if self._closed or len(self._inbox) >= _INBOX:
             return False
+        if self._inbox and self._held + len(data) > _INBOX_BYTES:
+            return False
         self._inbox.append(data)
+        self._held += len(data)
         self._arrived.set()
         return True
 
@@ -77,7 +85,9 @@ class LegacyStream:
                 await self._arrived.wait()
             if not self._inbox and not self._closed:
                 await self._write(KEEPALIVE)
-        return self._inbox.popleft()
+        data = self._inbox.popleft()
+        self._held -= len(data)
+        return data
 
     async def send(self, data: bytes) -> None:
         await self._write(encode_event(data))

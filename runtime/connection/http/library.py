@@ -30,6 +30,8 @@ class HttpLibrary:
     name: str
     #: The base class of its transport and protocol failures.
     error: type[Exception]
+    #: Its failure to decode a body (one of :attr:`error`).
+    decoding_error: type[Exception]
     #: Its ``Timeout`` class.
     timeout: type[Any]
     #: Its ``AsyncClient`` class.
@@ -47,6 +49,7 @@ def _library(name: str) -> HttpLibrary | None:
     return HttpLibrary(
         name=name,
         error=module.HTTPError,
+        decoding_error=module.DecodingError,
         timeout=module.Timeout,
         client=module.AsyncClient,
         client_default=module.USE_CLIENT_DEFAULT,

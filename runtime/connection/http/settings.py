@@ -57,6 +57,9 @@ class HttpSettings:
       ``batches``: take JSON arrays where the revision allows them (2025-03-26).
       ``max_sessions``: the most sessions kept; the least recently active one is ended
       for a new one. ``session_idle_seconds``: a session idle that long is ended.
+      ``max_sessions`` bounds the open 2026-07-28 ``subscriptions/listen`` streams and
+      the HTTP+SSE connections too: past it, the oldest listener's stream ends for a
+      new one, and a new HTTP+SSE connection is refused (503).
 
     Security (on by default):
       ``allowed_hosts``: the values of ``Host`` accepted (without port; ``"*"`` for

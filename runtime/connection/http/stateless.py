@@ -107,6 +107,8 @@ class StatelessEndpoint:
         self.app = app
         #: Connections free for the next POST.
         self._idle: list[_StatelessConnection] = []
+        #: The open ``subscriptions/listen`` requests (their scopes), oldest first.
+        self._listeners: dict[anyio.CancelScope, None] = {}
 
     async def post(
         self, headers: dict[str, str], body: bytes, peek: BodyPeek, receive: Receive, send: Send
@@ -161,6 +163,7 @@ class StatelessEndpoint:
             pooled.connection.feed = feed
             server._connections.add(pooled.connection)
         events: list[Any] = []
+        listening: anyio.CancelScope | None = None
         token = ROUTE.set((pooled.stream, channel))
         try:
             loop = running_asyncio_loop()
@@ -188,6 +191,8 @@ class StatelessEndpoint:
                     if feed is not None:
                         feed.on_overflow = task_group.cancel_scope.cancel
                         task_group.start_soon(feed.pump)
+                        listening = task_group.cancel_scope
+                        self._listening(listening)
                     events = await peer.feed(body, inline=True)
                     task_group.cancel_scope.cancel()
                 if feed is not None and feed.dropped:
@@ -197,6 +202,8 @@ class StatelessEndpoint:
             ROUTE.reset(token)
             if listen:
                 server._connections.discard(pooled.connection)
+                if listening is not None:
+                    self._listeners.pop(listening, None)
             else:
                 pooled.stream.channel = None
                 if pooled.clean() and len(self._idle) < _POOL_SIZE:
@@ -206,6 +213,17 @@ class StatelessEndpoint:
                 # moment to end, and is left as it is after that.
                 with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
                     await channel.close()
+
+    def _listening(self, scope: anyio.CancelScope) -> None:
+        """A ``subscriptions/listen`` request (in ``scope``) opened its stream: past
+        ``max_sessions`` of them, the oldest ends (its stream ends, as a session's
+        would), as a client gone without closing its stream may leave many open."""
+        listeners = self._listeners
+        while len(listeners) >= self.app.settings.max_sessions:
+            oldest = next(iter(listeners))
+            del listeners[oldest]
+            oldest.cancel()
+        listeners[scope] = None
 
     def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
         """The ``x-mcp-header`` annotations of the server's tool ``name``."""

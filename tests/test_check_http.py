@@ -6,6 +6,7 @@ each) are caught by exactly the check meant for each, at the right place."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from mcpspec.check.http import HttpLink, HttpTarget
 from mcpspec.check.http_probes import HTTP_CHECKS, check_http
 from mcpspec.check.link import Received
 from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING
 from tests.http_kit import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -235,6 +237,40 @@ def record_headers(app: App, seen: list[dict[str, str]]) -> App:
     return wrapped
 
 
+def gzip_answers(app: App, coding: str = "gzip") -> App:
+    """Send every answer's body compressed with ``coding`` (``gzip``; any other name is
+    sent as it is, with the body left plain: a coding the client did not ask for)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        start: Message = {}
+        body = bytearray()
+
+        async def collect(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            data = gzip.compress(bytes(body)) if coding == "gzip" and body else bytes(body)
+            headers = [
+                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
+            ]
+            headers += [(b"content-length", str(len(data)).encode())]
+            if body:
+                headers += [(b"content-encoding", coding.encode())]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": data})
+
+        await app(scope, receive, collect)
+
+    return wrapped
+
+
 # -- clean bills -------------------------------------------------------------------------------
 
 
@@ -296,6 +332,33 @@ async def test_link_speaks_every_handshake_revision_cleanly() -> None:
                 assert message["error"]["code"] == -32700
                 assert where == "POST 4 response"
             assert report.findings == [], revision
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_link_reads_compressed_answers_and_asks_for_what_it_reads(
+    json_response: bool,
+) -> None:
+    seen: list[dict[str, str]] = []
+    app = record_headers(gzip_answers(build_server().http_app(json_response=json_response)), seen)
+    report = RevisionReport("2025-11-25")
+    async with served(app) as target, target.connect(report) as link:
+        await open_session(link, "2025-11-25")
+        await link.send(
+            encode(request(2, "tools/call", {"name": "steps", "arguments": {"count": 1}}))
+        )
+        answer, _ = await answer_of(link, 2)
+        assert answer["result"]["content"][0]["text"] == "1 steps"
+    assert {headers["accept-encoding"] for headers in seen} == {ACCEPT_ENCODING}
+
+
+async def test_an_answer_in_a_coding_not_asked_for_ends_the_link_not_the_run() -> None:
+    app = gzip_answers(build_server().http_app(json_response=True), coding="br")
+    report = RevisionReport("2025-11-25")
+    async with served(app) as target, target.connect(report) as link:
+        await link.send(initialize("2025-11-25"))
+        with anyio.fail_after(GUARD):
+            received = await link.receive()
+    assert not isinstance(received, Received)
 
 
 async def test_link_reads_the_standalone_get_stream() -> None:

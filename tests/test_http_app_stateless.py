@@ -319,6 +319,25 @@ async def test_past_max_sessions_listeners_the_oldest_stream_ends() -> None:
     assert not listeners[0].changed.is_set()
 
 
+async def test_a_large_json_answer_to_a_client_that_stops_reading_is_given_up() -> None:
+    """An answer over what an ASGI server buffers waits on the client to read it: past
+    stall_seconds the request is over (a smaller one is written without a timer)."""
+    server, _ = build_server()
+    app = server.http_app(json_response=True, stall_seconds=0.2)
+    leave = anyio.Event()
+
+    async def stalled(chunk: bytes) -> None:
+        await leave.wait()  # the client stopped reading
+
+    body = encode(stateless_call("echo", {"text": "x" * (1024 * 1024)}))
+    headers = modern("tools/call", "echo")
+    with anyio.fail_after(GUARD):
+        reply = await drive(app, "POST", "/mcp", headers, [body], on_chunk=stalled)
+    leave.set()
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+
+
 async def test_listen_under_json_response_is_an_sse_stream() -> None:
     server, _ = build_server()
     app = server.http_app(json_response=True)

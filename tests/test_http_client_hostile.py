@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import tracemalloc
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -144,6 +145,98 @@ async def test_an_http_sse_request_post_never_acknowledged_keeps_the_calls_timeo
             with pytest.raises(RequestTimeout):
                 await client.call_tool("echo", {"text": "x"}, timeout=0.3)
         release.set()
+
+
+class CountingLegacy(LegacyServer):
+    """An HTTP+SSE server counting the SSE streams opened; ``ack_after`` holds the 202
+    of each ``tools/call`` POST (whose answer is already on the stream) until set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams = 0
+        self.ack_after: anyio.Event | None = None
+
+    async def stream(self, request: Request) -> Response:
+        self.streams += 1
+        return await super().stream(request)
+
+    async def message(self, request: Request) -> Response:
+        answered = await super().message(request)
+        if self.ack_after is not None and self.posted[-1].get("method") == "tools/call":
+            await self.ack_after.wait()
+        return answered
+
+
+async def test_http_sse_opens_one_stream_only() -> None:
+    """No standalone GET of Streamable HTTP: on an HTTP+SSE server it opens a second
+    connection, left open for nothing."""
+    legacy = CountingLegacy()
+    async with (
+        serving(legacy.app()) as base,
+        Client.http(f"{base}/sse", mode="2024-11-05", transport="sse") as client,
+    ):
+        assert (await client.call_tool("echo", {"text": "x"})).text == "legacy x"
+        assert legacy.streams == 1
+
+
+async def test_an_http_sse_answer_before_its_posts_acknowledgement_is_its_only_answer() -> None:
+    """The answer came on the stream; the POST's 202 comes after the read timeout: no
+    error is made up for the request as well."""
+    legacy = CountingLegacy()
+    legacy.ack_after = anyio.Event()
+    async with (
+        serving(legacy.app()) as base,
+        HttpClientStream(f"{base}/sse", transport="sse", timeout=0.3) as stream,
+    ):
+        opening = {"protocolVersion": "2024-11-05", "capabilities": {}}
+        opening["clientInfo"] = {"name": "c", "version": "1"}
+        await stream.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": opening}
+            ).encode()
+        )
+        with anyio.fail_after(GUARD):
+            assert json.loads(await stream.receive())["id"] == 1
+        await stream.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        call = {"name": "echo", "arguments": {"text": "x"}}
+        await stream.send(
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}).encode()
+        )
+        with anyio.fail_after(GUARD):
+            assert "result" in json.loads(await stream.receive())
+            while stream._posts:  # the POST's task gave up waiting for the 202
+                await anyio.sleep(0.05)
+        await stream.send(
+            json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}).encode()
+        )
+        with anyio.fail_after(GUARD):
+            following = json.loads(await stream.receive())
+        legacy.ack_after.set()
+    assert following["id"] == 3 and "result" in following
+
+
+async def test_a_renewal_during_notifications_initialized_posts_it_once() -> None:
+    minted = iter(["s1", "s2"])
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "initialize":
+            answer = result(seen.body, initialize_result("2025-11-25"))
+            return JSONResponse(answer, headers={"Mcp-Session-Id": next(minted)})
+        if seen.method == "POST" and seen.headers.get("mcp-session-id") == "s1":
+            return Response(status_code=404)  # the session ended at once
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        with anyio.fail_after(GUARD):
+            assert (await client.call_tool("echo", {"text": "x"})).text == "x"
+    sessions = [
+        s.headers.get("mcp-session-id") for s in scripted.posted("notifications/initialized")
+    ]
+    assert sessions == ["s1", "s2"]
 
 
 # -- batches -----------------------------------------------------------------------------------
@@ -382,13 +475,15 @@ async def test_open_timeout_bounds_waiting_for_the_endpoint_event() -> None:
 class RawBody:
     """A response's raw body, as :func:`decoded_chunks` reads it."""
 
-    def __init__(self, body: bytes, encoding: str, chunk: int = 1024) -> None:
+    def __init__(self, body: bytes, encoding: str, chunk: int = 1024, first: int = 1024) -> None:
         self.headers = httpx.Headers({"content-encoding": encoding})
         self._body = body
         self._chunk = chunk
+        self._first = first
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
-        for start in range(0, len(self._body), self._chunk):
+        yield self._body[: self._first]
+        for start in range(self._first, len(self._body), self._chunk):
             yield self._body[start : start + self._chunk]
 
 
@@ -404,17 +499,29 @@ async def decoded(response: RawBody, limit: int | None = None) -> tuple[bytes, i
     return bytes(body), largest
 
 
-@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw deflate", "gzip, deflate"])
-async def test_bodies_are_decoded(encoding: str) -> None:
+def raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+CODERS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "raw deflate": raw_deflate,
+    "gzip, deflate": lambda data: zlib.compress(gzip.compress(data)),
+    "gzip members": lambda data: gzip.compress(data[:1000]) + gzip.compress(data[1000:]),
+}
+
+
+@pytest.mark.parametrize("encoding", list(CODERS))
+@pytest.mark.parametrize("first", [1, 2, 1024])
+async def test_bodies_are_decoded(encoding: str, first: int) -> None:
+    """Each coding, its first chunk of ``first`` bytes (a raw deflate body is told from
+    a zlib-wrapped one by two bytes that may come apart)."""
     text = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"x": "y" * 300_000}}).encode()
-    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
-    coders = {
-        "gzip": gzip.compress,
-        "deflate": zlib.compress,
-        "raw deflate": lambda data: raw_deflate.compress(data) + raw_deflate.flush(),
-        "gzip, deflate": lambda data: zlib.compress(gzip.compress(data)),
-    }
-    body, largest = await decoded(RawBody(coders[encoding](text), encoding.replace("raw ", "")))
+    header = encoding.replace("raw ", "").replace(" members", "")
+    response = RawBody(CODERS[encoding](text), header, first=first)
+    body, largest = await decoded(response)
     assert body == text
     assert largest <= STEP
 
@@ -433,11 +540,22 @@ async def test_a_compression_bomb_is_inflated_only_as_far_as_it_is_read() -> Non
         ("br", "not asked for"),
         ("gzip, gzip, gzip", "wrapped in 3"),
         ("gzip", "cannot be decoded"),
+        ("cut gzip", "ends before its end"),
+        ("cut deflate", "ends before its end"),
     ],
 )
 async def test_bodies_not_decodable_raise_the_librarys_error(encoding: str, reason: str) -> None:
+    body = b"not compressed"
+    if encoding.startswith("cut "):
+        encoding = encoding.removeprefix("cut ")
+        body = CODERS[encoding](b"x" * 1000)[:-9]
     with pytest.raises(httpx.DecodingError, match=reason):
-        await decoded(RawBody(b"not compressed", encoding))
+        await decoded(RawBody(body, encoding))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_an_empty_body_with_a_coding_is_empty(encoding: str) -> None:
+    assert await decoded(RawBody(b"", encoding)) == (b"", 0)
 
 
 async def test_the_client_asks_for_the_codings_it_decodes_and_reads_them() -> None:
@@ -512,6 +630,35 @@ class ScanCounting(bytearray):
         found = super().find(sub, start, stop)
         self.scanned += (found + 1 if found >= 0 else stop) - start
         return found
+
+
+def test_a_byte_order_mark_at_the_start_is_skipped_wherever_the_chunk_ends() -> None:
+    stream = b"\xef\xbb\xbfevent: endpoint\ndata: /m\n\n"
+    for cut in range(len(stream) + 1):
+        decoder = SseDecoder(1024)
+        events = decoder.feed(stream[:cut]) + decoder.feed(stream[cut:])
+        assert [(e.event, e.data) for e in events] == [("endpoint", b"/m")], cut
+    # Only at the start: later, it is part of a field name.
+    decoder = SseDecoder(1024)
+    events = decoder.feed(b"data: a\n\n\xef\xbb\xbfdata: b\n\n")
+    assert [e.data for e in events] == [b"a"]
+
+
+def test_an_event_of_many_short_data_lines_holds_about_its_size() -> None:
+    """An event's data lines are held in one buffer: 100,000 two-byte lines (300 KB)
+    hold little more than their bytes, not an object each (about 4 MB)."""
+    decoder = SseDecoder(4 * 1024 * 1024)
+    lines = b"data: xy\n" * 100_000
+    tracemalloc.start()
+    try:
+        for start in range(0, len(lines), 65536):
+            assert decoder.feed(lines[start : start + 65536]) == []
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 1024 * 1024
+    (event,) = decoder.feed(b"\n")
+    assert event.data == b"\n".join([b"xy"] * 100_000)
 
 
 @pytest.mark.parametrize("line_end", [b"\r", b"\n", b"\r\n"])

@@ -653,7 +653,11 @@ class HttpClientStream:
                 logger.warning(
                     "the server did not acknowledge %s within %g s", what, self._timeout.read
                 )
-            elif method == "notifications/initialized" and not self._listening:
+            elif (
+                method == "notifications/initialized"
+                and self._legacy is None  # HTTP+SSE has its one stream already
+                and not self._listening
+            ):
                 self._listening = True
                 await self._start_listening()
         except ConnectionClosed as exc:
@@ -681,6 +685,8 @@ class HttpClientStream:
             if attempt or not await self._renew(expired):
                 self._expire()
                 raise ConnectionClosed(self._close_reason)
+            if data == self._initialized_body:
+                return  # renewing posted it to the new session already
 
     async def _start_listening(self) -> None:
         """Open the standalone stream (after ``initialize``, or a renewed session's).
@@ -1205,8 +1211,14 @@ class HttpClientStream:
     async def _put_legacy(self, item: bytes | MessageTooLarge) -> None:
         if isinstance(item, MessageTooLarge):
             await self._put(item)
-        else:
-            await self._deliver_message(item, None)
+            return
+        # The answer to a request whose POST is not acknowledged yet (or never will
+        # be): it is answered, and no error is to be made up for it.
+        answered = _answered_id(item, _incoming(item)) if item.lstrip()[:1] == b"{" else UNSET
+        post = self._posts.get(answered) if answered is not UNSET else None
+        if post is not None:
+            post.answered = True
+        await self._deliver_message(item, None)
 
     async def _switch_to_legacy(self) -> bool:
         """Try HTTP+SSE after ``initialize`` was refused."""

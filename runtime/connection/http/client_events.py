@@ -3,9 +3,10 @@
 :class:`SseDecoder` turns the bytes of a ``text/event-stream`` body into events as the
 HTML standard's event-stream interpretation says (lines end at CR LF, CR or LF; ``:``
 starts a comment; ``event``, ``data``, ``id`` and ``retry`` fields; a blank line
-dispatches), keeping the data as bytes. Every buffer is bounded by ``max_event_size``:
-a longer line or event is dropped as it streams in, and dispatched as an oversized
-event (``data is None``) so the reader can say so, instead of being held in memory.
+dispatches; a byte order mark at the start is skipped), keeping the data as bytes.
+Every buffer is bounded by ``max_event_size``: a longer line or event is dropped as it
+streams in, and dispatched as an oversized event (``data is None``) so the reader can
+say so, instead of being held in memory. Each chunk is scanned once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ _CR: Final = 0x0D
 _LF: Final = 0x0A
 #: The longest field name or ``retry`` value worth reading (``retry`` is milliseconds).
 _MAX_RETRY_DIGITS: Final = 9
+#: A UTF-8 byte order mark, skipped at the start of a stream.
+_BOM: Final = b"\xef\xbb\xbf"
 #: The longest event name or id kept (a longer one is cut: they are routing hints only).
 _MAX_NAME: Final = 256
 
@@ -49,8 +52,12 @@ class SseDecoder:
         self._after_cr = False
         #: The current line is over the limit: drop bytes up to its end.
         self._skipping = False
-        self._data: list[bytes] = []
+        #: The event's data lines, joined with LF (one buffer: a line is no object).
+        self._data = bytearray()
+        self._data_lines = 0
         self._data_size = 0
+        #: Nothing came yet: a byte order mark may start the stream.
+        self._at_start = True
         self._oversized = False
         self._event = ""
         #: The last event id the stream set (``None`` until one is set).
@@ -69,6 +76,12 @@ class SseDecoder:
         events: list[SseEvent] = []
         buffer = self._buffer
         buffer += chunk
+        if self._at_start:
+            if len(buffer) < len(_BOM) and _BOM.startswith(bytes(buffer)):
+                return events  # a byte order mark may be coming
+            self._at_start = False
+            if buffer.startswith(_BOM):
+                del buffer[: len(_BOM)]
         start = 0
         # The next LF and CR from where the search is (-1: none in the buffer): each is
         # searched for again only once passed, so a chunk is scanned once for each.
@@ -108,6 +121,7 @@ class SseDecoder:
         self._oversized = True
         self._data_size += size
         self._data.clear()
+        self._data_lines = 0
 
     def _line(self, line: bytes, events: list[SseEvent]) -> None:
         if not line:
@@ -123,11 +137,14 @@ class SseDecoder:
             if value[:1] == b" ":
                 value = value[1:]
         if name == b"data":
-            self._data_size += len(value) + (1 if self._data else 0)
+            self._data_size += len(value) + (1 if self._data_lines else 0)
             if self._oversized or self._data_size > self._limit:
                 self._drop_line(0)
             else:
-                self._data.append(value)
+                if self._data_lines:
+                    self._data += b"\n"
+                self._data += value
+                self._data_lines += 1
         elif name == b"event":
             self._event = value[:_MAX_NAME].decode("utf-8", "replace")
         elif name == b"id":
@@ -139,11 +156,11 @@ class SseDecoder:
     def _dispatch(self, events: list[SseEvent]) -> None:
         if self._oversized:
             events.append(SseEvent(self._event or "message", None, self._data_size))
-        elif self._data:
-            data = b"\n".join(self._data)
-            if data:  # an event with empty data (a priming event) is not dispatched
-                events.append(SseEvent(self._event or "message", data, len(data)))
-        self._data = []
+        elif self._data:  # an event with empty data (a priming event) is not dispatched
+            data = bytes(self._data)
+            events.append(SseEvent(self._event or "message", data, len(data)))
+        self._data = bytearray()
+        self._data_lines = 0
         self._data_size = 0
         self._oversized = False
         self._event = ""

@@ -35,38 +35,62 @@ class _Response(Protocol):
     def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
+#: zlib's window bits for a gzip member.
+_GZIP: Final = zlib.MAX_WBITS | 16
+
+
 class _Inflater:
-    """One coding undone: ``gzip``, or ``deflate`` (zlib-wrapped, or raw as some
-    servers send it)."""
+    """One coding undone: ``gzip`` (members one after another, as RFC 1952 allows), or
+    ``deflate`` (zlib-wrapped, or raw as some servers send it: told apart by the zlib
+    header, once its two bytes are in)."""
 
     def __init__(self, coding: str) -> None:
         self._coding = coding
-        self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16 if coding == "gzip" else zlib.MAX_WBITS)
-        self._started = False
+        self._zlib = zlib.decompressobj(_GZIP) if coding == "gzip" else None
+        #: The first bytes of a deflate body, until there are two to tell it by.
+        self._head = b""
+        #: Whether any byte came (an empty body is no compressed stream cut short).
+        self._fed = False
+
+    def _deflate(self, data: bytes) -> tuple[Any, bytes]:
+        """The deflate decompressor once the body's first two bytes are in (with what
+        is left to give it), else ``None``."""
+        head = self._head = self._head + data
+        if len(head) < 2:
+            return None, b""
+        cmf, flg = head[0], head[1]
+        wrapped = cmf & 0x0F == 8 and (cmf << 8 | flg) % 31 == 0
+        self._zlib = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        self._head = b""
+        return self._zlib, head
 
     def inflate(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The inflated bytes of ``chunks``, at most :data:`STEP` at a time."""
         for chunk in chunks:
-            data = chunk
-            while not self._zlib.eof:
-                try:
-                    out = self._zlib.decompress(data, STEP)
-                except zlib.error:
-                    if self._coding != "deflate" or self._started:
-                        raise
-                    # Raw deflate, with no zlib header: start again reading it so.
-                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                    out = self._zlib.decompress(data, STEP)
-                self._started = True
-                data = self._zlib.unconsumed_tail
+            self._fed = self._fed or bool(chunk)
+            inflater, data = (self._zlib, chunk) if self._zlib else self._deflate(chunk)
+            while inflater is not None:
+                if inflater.eof:
+                    data = inflater.unused_data + data
+                    if self._coding != "gzip" or not data:
+                        break  # what follows a deflate stream is no part of it
+                    inflater = self._zlib = zlib.decompressobj(_GZIP)  # the next member
+                out = inflater.decompress(data, STEP)
+                data = inflater.unconsumed_tail
                 if out:
                     yield out
-                elif not data:
+                elif not data and not inflater.eof:
                     break  # this chunk is used up, and nothing of it is pending
 
     def rest(self) -> bytes:
-        """What is left once the input ended (a few bytes at most)."""
-        return b"" if self._zlib.eof else self._zlib.flush(STEP)
+        """What is left once the input ended (a few bytes at most); ``zlib.error``
+        when the compressed stream was cut short."""
+        inflater = self._zlib
+        if not self._fed or (inflater is not None and inflater.eof):
+            return b""
+        if inflater is not None:
+            inflater.flush()
+        raise zlib.error("the compressed body ends before its end")
 
 
 def _codings(response: _Response, error: type[Exception]) -> list[str]:

@@ -92,6 +92,9 @@ _KINDS: Final = msgspec.json.Decoder(list[_Kind])
 #: The error a request still unanswered gets when its session ends under it (the
 #: code JSON-RPC leaves to servers, as the MCP SDKs use it for a closed connection).
 SESSION_ENDED: Final = -32000
+#: The largest JSON answer written without a stall bound: the ASGI servers buffer this
+#: much (uvicorn's write buffer high-water mark) without waiting for the client.
+_BUFFERED: Final = 64 * 1024
 #: The error a cancelled request gets when its POST can only answer JSON (the code
 #: JSON-RPC peers such as LSP use for a cancelled request).
 REQUEST_CANCELLED: Final = -32800
@@ -412,7 +415,7 @@ class Channel:
             )
         try:
             await self._send({"type": "http.response.start", "status": status, "headers": headers})
-            await self._send({"type": "http.response.body", "body": data})
+            await self._send_json_body(data)
         except OSError:
             self._went()
         finally:
@@ -561,7 +564,17 @@ class Channel:
             codes = self._error_codes
             status = self._status_of(codes) if self._status_of is not None else 200
         await start_response(self._send, status, "application/json", self._headers, len(body))
-        await self._send({"type": "http.response.body", "body": body})
+        await self._send_json_body(body)
+
+    async def _send_json_body(self, body: bytes) -> None:
+        """Send a JSON answer's body. One over :data:`_BUFFERED` bytes may wait for
+        the client to read, so it is bounded by the stall bound; a smaller one goes to
+        the server's write buffer at once, and is sent without a timer."""
+        message = {"type": "http.response.body", "body": body}
+        if len(body) <= _BUFFERED:
+            await self._send(message)
+        elif not await self._bounded(self._send, message):
+            self._went()
 
 
 class SessionStream:

@@ -12,6 +12,7 @@ import logging
 import tracemalloc
 import zlib
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -50,6 +51,16 @@ def anyio_backend() -> str:
     return "asyncio"  # uvicorn serves on asyncio
 
 
+@asynccontextmanager
+async def connected(scripted: Scripted, mode: str, **options: Any) -> AsyncIterator[Client]:
+    """A client of ``mode`` connected by URL to ``scripted``, served."""
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode=mode, **options) as client,
+    ):
+        yield client
+
+
 def never_answered() -> Response:
     """An SSE answer that stays open and says nothing."""
 
@@ -78,10 +89,7 @@ async def test_a_cancellation_the_server_does_not_acknowledge_holds_up_nothing()
         return None
 
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
-    ):
+    async with connected(scripted, "2025-11-25") as client:
         with anyio.fail_after(GUARD):
             with pytest.raises(RequestTimeout):
                 await client.call_tool("echo", {"text": "A"}, timeout=0.3)
@@ -111,10 +119,7 @@ async def test_an_acknowledgement_trickling_in_is_given_up_after_the_read_timeou
 
     scripted = Scripted(handle)
     caplog.set_level(logging.WARNING, "mcpspec.connection")
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25", timeout=1.0) as client,
-    ):
+    async with connected(scripted, "2025-11-25", timeout=1.0) as client:
         with anyio.fail_after(GUARD):
             with pytest.raises(RequestTimeout):
                 await client.call_tool("echo", {"text": "A"}, timeout=0.1)
@@ -227,10 +232,7 @@ async def test_a_renewal_during_notifications_initialized_posts_it_once() -> Non
         return None
 
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
-    ):
+    async with connected(scripted, "2025-11-25") as client:
         with anyio.fail_after(GUARD):
             assert (await client.call_tool("echo", {"text": "x"})).text == "x"
     sessions = [
@@ -254,10 +256,7 @@ async def test_a_batch_is_handed_to_the_session_whole() -> None:
         return None
 
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25", on_violation=violations.append) as client,
-    ):
+    async with connected(scripted, "2025-11-25", on_violation=violations.append) as client:
         with anyio.fail_after(GUARD), pytest.raises(RequestError):
             await client.call_tool("echo", {"text": "x"})
         with anyio.fail_after(GUARD):
@@ -279,10 +278,7 @@ async def test_an_answer_inside_a_nested_batch_is_not_taken() -> None:
         return None
 
     scripted = Scripted(handle, version="2025-03-26")
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-03-26", on_violation=violations.append) as client,
-    ):
+    async with connected(scripted, "2025-03-26", on_violation=violations.append) as client:
         with anyio.fail_after(GUARD), pytest.raises(RequestError) as raised:
             await client.call_tool("echo", {"text": "x"})
     assert raised.value.error.code == -32000
@@ -300,10 +296,7 @@ async def test_a_batch_member_answers_the_request_posted() -> None:
 
     logs: list[Any] = []
     scripted = Scripted(handle, version="2025-03-26")
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-03-26", on_log=logs.append) as client,
-    ):
+    async with connected(scripted, "2025-03-26", on_log=logs.append) as client:
         with anyio.fail_after(GUARD):
             assert (await client.call_tool("echo", {"text": "x"})).text == "in a batch"
     assert [log.data for log in logs] == ["first"]
@@ -383,10 +376,7 @@ async def test_the_answer_to_a_renewed_sessions_initialized_is_not_read() -> Non
         return None
 
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
-    ):
+    async with connected(scripted, "2025-11-25") as client:
         with anyio.fail_after(GUARD):
             assert (await client.call_tool("echo", {"text": "x"})).text == "x"
         assert client.transport.session_id == "s2"
@@ -408,10 +398,7 @@ async def test_a_resumed_stream_replaying_the_same_event_is_given_up() -> None:
 
     logs: list[Any] = []
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25", on_log=logs.append) as client,
-    ):
+    async with connected(scripted, "2025-11-25", on_log=logs.append) as client:
         with anyio.fail_after(GUARD), pytest.raises(RequestError) as raised:
             await client.call_tool("echo", {"text": "x"})
     assert "broke" in raised.value.error.message
@@ -440,10 +427,7 @@ async def test_a_resumed_stream_bringing_new_events_goes_on() -> None:
 
     logs: list[Any] = []
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25", on_log=logs.append) as client,
-    ):
+    async with connected(scripted, "2025-11-25", on_log=logs.append) as client:
         with anyio.fail_after(GUARD):
             assert (await client.call_tool("echo", {"text": "x"})).text == "done"
     assert len(logs) == steps - 1
@@ -586,10 +570,7 @@ async def test_an_answer_in_a_coding_not_asked_for_is_a_request_error() -> None:
         return None
 
     scripted = Scripted(handle)
-    async with (
-        serving(scripted.app()) as base,
-        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
-    ):
+    async with connected(scripted, "2025-11-25") as client:
         with anyio.fail_after(GUARD), pytest.raises(RequestError) as raised:
             await client.call_tool("echo", {"text": "x"})
     assert "'br' was not asked for" in raised.value.error.message

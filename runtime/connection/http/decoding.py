@@ -5,9 +5,10 @@ time: a few hundred bytes of ``gzip, gzip`` expand to a gigabyte before a reader
 count a byte of it. Here the raw body is inflated with :mod:`zlib` in steps of at most
 :data:`STEP` bytes, so a reader that stops at its size limit stops the inflating too.
 
-Only what :data:`ACCEPT_ENCODING` asks for is undone (``gzip``, ``deflate``, and
-``identity``); a server that sends anything else, or more than
-:data:`MAX_CODINGS` layers, gets the library's decoding error, as a corrupt body does.
+Only what :data:`ACCEPT_ENCODING` asks for is undone (``gzip``, of one member or more;
+``deflate``, zlib-wrapped or raw; and ``identity``); anything else, more than
+:data:`MAX_CODINGS` layers, a corrupt body or one cut short raise the library's
+decoding error.
 """
 
 from __future__ import annotations

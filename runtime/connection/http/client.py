@@ -975,13 +975,6 @@ class HttpClientStream:
                     # carried: its error answers that request.
                     data = msgspec.json.encode({"jsonrpc": "2.0", "id": post.id, "error": error})
                     post.answered = True
-        elif (
-            post is None
-            and self._legacy is not None
-            and self._initialize_id is not UNSET
-            and _answered_id(data, _incoming(data)) == self._initialize_id  # HTTP+SSE
-        ):
-            self._learn_version(_Post(self._initialize_id, "initialize", False), data)
         await self._put(data)
 
     def _learn_version(self, post: _Post, data: bytes) -> None:
@@ -1209,16 +1202,17 @@ class HttpClientStream:
         raise ConnectionClosed("no HTTP+SSE endpoint: " + "; ".join(failures))
 
     async def _put_legacy(self, item: bytes | MessageTooLarge) -> None:
-        if isinstance(item, MessageTooLarge):
-            await self._put(item)
-            return
-        # The answer to a request whose POST is not acknowledged yet (or never will
-        # be): it is answered, and no error is to be made up for it.
-        answered = _answered_id(item, _incoming(item)) if item.lstrip()[:1] == b"{" else UNSET
-        post = self._posts.get(answered) if answered is not UNSET else None
-        if post is not None:
-            post.answered = True
-        await self._deliver_message(item, None)
+        """Queue a message of the HTTP+SSE stream, noting the request it answers."""
+        if not isinstance(item, MessageTooLarge) and item.lstrip()[:1] == b"{":
+            answered = _answered_id(item, _incoming(item))
+            post = self._posts.get(answered) if answered is not UNSET else None
+            if post is not None:
+                # Its POST is not acknowledged yet (or never will be): it is answered
+                # all the same, and no error is to be made up for it.
+                post.answered = True
+            if answered is not UNSET and answered == self._initialize_id:
+                self._learn_version(_Post(answered, "initialize", False), item)
+        await self._put(item)
 
     async def _switch_to_legacy(self) -> bool:
         """Try HTTP+SSE after ``initialize`` was refused."""

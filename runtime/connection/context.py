@@ -40,6 +40,7 @@ from .errors import RequestError
 if TYPE_CHECKING:
     from mcpspec.runtime.server import ServerSession
 
+    from .handling import Handling
     from .peer import Peer
 
 __all__ = ["InputState", "LogLevel", "Question", "RequestContext"]
@@ -130,7 +131,7 @@ class RequestContext:
         event: RequestReceived,
         peer: Peer[ServerSession],
         *,
-        scope: anyio.CancelScope | None,
+        handling: Handling | None,
         client_capabilities: Any,
         client_info: Any,
         log_threshold: int | None,
@@ -138,7 +139,7 @@ class RequestContext:
     ) -> None:
         self._event = event
         self._peer = peer
-        self._scope = scope
+        self._handling = handling
         self._client_capabilities = client_capabilities
         self._client_info = client_info
         self._log_threshold = log_threshold
@@ -195,12 +196,12 @@ class RequestContext:
     def cancel_scope(self) -> anyio.CancelScope | None:
         """The scope the handler runs in; the client's ``notifications/cancelled``
         cancels it (and no answer is sent)."""
-        return self._scope
+        return None if self._handling is None else self._handling.scope
 
     @property
     def cancelled(self) -> bool:
         """Whether the client cancelled the request."""
-        return self._scope is not None and self._scope.cancel_called
+        return self._handling is not None and self._handling.cancel_called
 
     @property
     def peer(self) -> Peer[ServerSession]:

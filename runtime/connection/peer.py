@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
@@ -71,6 +70,7 @@ from .errors import (
     RequestTimeout,
     ResponseViolation,
 )
+from .handling import CANCELLED, Handling
 from .pipes import running_asyncio_loop
 from .transport import MessageStream
 
@@ -111,24 +111,6 @@ _NOT_AN_ANSWER: Final = frozenset(
 #: Seconds a handler cancelled as the connection ends has to end before the stream is
 #: closed under it (it is then stuck writing to a peer that does not read).
 STUCK_GRACE: Final = 1.0
-
-#: The class of anyio's cancel scopes on the asyncio loop last asked about (weakly).
-_scope_class: tuple[weakref.ref[asyncio.AbstractEventLoop], type[anyio.CancelScope]] | None = None
-
-
-def new_cancel_scope(loop: asyncio.AbstractEventLoop | None) -> anyio.CancelScope:
-    """``anyio.CancelScope()``; on the asyncio loop ``loop`` (the one running, from
-    ``running_asyncio_loop``), made by its class directly: ``anyio.CancelScope()``
-    asks which library runs on every call, which costs more than entering the scope."""
-    global _scope_class
-    if loop is None:
-        return anyio.CancelScope()
-    known = _scope_class
-    if known is not None and known[0]() is loop:
-        return known[1]()
-    scope = anyio.CancelScope()
-    _scope_class = (weakref.ref(loop), type(scope))
-    return scope
 
 
 async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
@@ -215,8 +197,8 @@ class Peer(Generic[S]):
         #: The shield of the write under way (shielded writes only).
         self._writing: anyio.CancelScope | None = None
         self._waiters: dict[RequestId, _Waiter] = {}
-        #: The cancel scopes of the peer's requests being handled, by id.
-        self._handling: dict[RequestId, anyio.CancelScope] = {}
+        #: The handlers of the peer's requests running, by id.
+        self._handling: dict[RequestId, Handling] = {}
         #: Set (and dropped) when a handler ends; made only while someone waits for it.
         self._handled: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -522,14 +504,14 @@ class Peer(Generic[S]):
                 await self._on_event(event)
 
     async def feed(
-        self, data: bytes, *, inline: bool = False, scope: anyio.CancelScope | None = None
+        self, data: bytes, *, inline: bool = False, handling: Handling | None = None
     ) -> list[Event]:
         """Take one message that arrived outside the stream (the body of an HTTP POST)
         as the reader takes each message it reads, and return the session's events for
         it. With ``inline``, each of the peer's requests in it is handled here, in the
         caller's task, before ``feed`` returns (the peer need not be entered); else in
-        a task of its own, as the reader does; ``scope`` (inline only) is the cancel
-        scope the handler runs in, for the caller to cancel it. Never raises for what
+        a task of its own, as the reader does; ``handling`` (inline only) is the
+        handler's, for the caller to cancel it. Never raises for what
         ``data`` holds."""
         try:
             events = self.session.receive(data)
@@ -537,18 +519,18 @@ class Peer(Generic[S]):
             logger.exception("the session failed to read a message")
             return []
         if inline:
-            await self._take_events(events, scope)
+            await self._take_events(events, handling)
         else:
             for event in events:
                 await self._on_event(event)
         return events
 
     async def feed_request(
-        self, data: bytes, scope: anyio.CancelScope | None = None
+        self, data: bytes, handling: Handling | None = None
     ) -> tuple[list[Event], HandedBack | None]:
         """:meth:`feed` with ``inline`` of a body that holds one request, whose answer is
         handed back instead of written when it is the next write: nothing is being
-        written then and the handler (in ``scope``) was not cancelled. The caller must
+        written then and the handler (``handling``) was not cancelled. The caller must
         then write those bytes (where the stream would) before it waits for anything,
         so that the writes keep the session's order. Returns the session's events and
         the answer (``None`` when it was written, or there is none); any other body is
@@ -563,21 +545,22 @@ class Peer(Generic[S]):
         if not isinstance(request, RequestReceived) or (
             len(events) > 1 and (len(events) > 2 or not isinstance(events[0], SessionReady))
         ):
-            await self._take_events(events, scope)
+            await self._take_events(events, handling)
             return events, None
         if len(events) > 1:
             await self._on_event(events[0])
-        handling = scope if scope is not None else new_cancel_scope(self._loop)
+        if handling is None:
+            handling = Handling(self._loop)
         self._handling[request.request_id] = handling
         return events, await self._handle(request, handling, hand_back=True)
 
-    async def _take_events(self, events: list[Event], scope: anyio.CancelScope | None) -> None:
+    async def _take_events(self, events: list[Event], handling: Handling | None) -> None:
         """Act on the events of a message fed with ``inline``."""
         for event in events:
             if isinstance(event, RequestReceived):
-                handling = scope if scope is not None else new_cancel_scope(self._loop)
-                self._handling[event.request_id] = handling
-                await self._handle(event, handling)
+                own = handling if handling is not None else Handling(self._loop)
+                self._handling[event.request_id] = own
+                await self._handle(event, own)
             else:
                 await self._on_event(event)
 
@@ -591,8 +574,8 @@ class Peer(Generic[S]):
         if not self._handling:
             return
         self._abandoning = True
-        for scope in list(self._handling.values()):
-            scope.cancel()
+        for handling in list(self._handling.values()):
+            handling.cancel()
         with anyio.move_on_after(STUCK_GRACE):
             await self._handlers_ended()
         if self._handling:
@@ -628,8 +611,8 @@ class Peer(Generic[S]):
                     waiter = self._waiters.pop(event.request_id, None)
                     if waiter is not None:
                         waiter.settle(None, CancelledByPeer(event.request_id, event.reason))
-                elif (scope := self._handling.get(event.request_id)) is not None:
-                    scope.cancel()
+                elif (handling := self._handling.get(event.request_id)) is not None:
+                    handling.cancel()
             case NotificationReceived():
                 if self.notification_handler is not None:
                     await self._guarded(self.notification_handler, event)
@@ -753,43 +736,42 @@ class Peer(Generic[S]):
     def cancel_scope_of(self, request_id: RequestId) -> anyio.CancelScope | None:
         """The cancel scope the handler of the peer's request ``request_id`` runs in
         (its ``notifications/cancelled`` cancels it), while it runs."""
+        handling = self._handling.get(request_id)
+        return None if handling is None else handling.scope
+
+    def handling_of(self, request_id: RequestId) -> Handling | None:
+        """The handler of the peer's request ``request_id``, while it runs."""
         return self._handling.get(request_id)
 
     def _start_handler(self, event: RequestReceived) -> None:
-        scope = new_cancel_scope(self._loop)
-        self._handling[event.request_id] = scope
+        handling = Handling(self._loop)
+        self._handling[event.request_id] = handling
         task_group = self._task_group
         assert task_group is not None
         loop = self._loop
         if loop is None:
-            task_group.start_soon(self._handle, event, scope)
+            task_group.start_soon(self._handle, event, handling)
             return
         # On asyncio a plain task costs a fraction of a task group's (its cancel scope,
         # handle, event and callbacks). The reader stands in for the group: it cancels
         # these tasks and waits for them when it ends, and a failure of one (a bug)
         # fails the group through the reader.
         if task_group.cancel_scope.cancel_called:
-            scope.cancel()
-        task = loop.create_task(self._handle(event, scope))
+            handling.cancel()
+        task = loop.create_task(self._handle(event, handling))
         self._handler_tasks.add(task)
 
     async def _handle(
-        self, event: RequestReceived, scope: anyio.CancelScope, *, hand_back: bool = False
+        self, event: RequestReceived, handling: Handling, *, hand_back: bool = False
     ) -> HandedBack | None:
-        """Answer one of the peer's requests in ``scope``; with ``hand_back``, return the
-        answer instead of writing it when it is the next write (see
+        """Answer one of the peer's requests as ``handling`` runs it; with ``hand_back``,
+        return the answer instead of writing it when it is the next write (see
         :meth:`feed_request`)."""
         request_id = event.request_id
         try:
-            with scope:
-                answer = await self._answer_for(event)
-                if answer is None:
-                    return None
-                if hand_back and not (
-                    self._closed or scope.cancel_called or self._write_lock.locked()
-                ):
-                    return self._encode_answer(event, answer)
-                await self._send_answer(event, answer)
+            outcome = await handling.run(self._respond(event, handling, hand_back))
+            if outcome is not CANCELLED and outcome is not None:
+                return outcome  # type: ignore[no-any-return]
             if self._abandoning and request_id in self.session.unanswered:
                 # Cancelled as the connection ends: the peer hears why, and the other
                 # answers of its batch are no longer held for this one.
@@ -799,7 +781,7 @@ class Peer(Generic[S]):
                 raise
             self._fail_from_handler(exc)
         finally:
-            if self._handling.get(request_id) is scope:
+            if self._handling.get(request_id) is handling:
                 del self._handling[request_id]
             if self._loop is not None and not hand_back:
                 task = asyncio.current_task()
@@ -821,11 +803,24 @@ class Peer(Generic[S]):
         """Cancel the handlers' plain tasks still running and wait for them."""
         if not self._handler_tasks:
             return
-        for scope in list(self._handling.values()):
-            scope.cancel()
+        for handling in list(self._handling.values()):
+            handling.cancel()
         with anyio.CancelScope(shield=True):
             while self._handler_tasks:
                 await self._handler_ended()
+
+    async def _respond(
+        self, event: RequestReceived, handling: Handling, hand_back: bool
+    ) -> HandedBack | None:
+        """The handler's part of :meth:`_handle`: answer the request (or, with
+        ``hand_back``, return the answer's bytes)."""
+        answer = await self._answer_for(event)
+        if answer is None:
+            return None
+        if hand_back and not (self._closed or handling.cancel_called or self._write_lock.locked()):
+            return self._encode_answer(event, answer)
+        await self._send_answer(event, answer)
+        return None
 
     async def _answer_for(self, event: RequestReceived) -> ResultResponse | ErrorResponse | None:
         """The answer to one of the peer's requests (``None``: the connection ended)."""

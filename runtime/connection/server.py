@@ -424,7 +424,7 @@ class _Connection:
         ctx = RequestContext(
             event,
             peer,
-            scope=peer.cancel_scope_of(event.request_id),
+            handling=peer.handling_of(event.request_id),
             client_capabilities=event.client_capabilities
             if stateless
             else (peer.ready.peer_capabilities if peer.ready is not None else None),

@@ -28,7 +28,8 @@ from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
 from ..changes import DROP_GRACE, ChangeFeed
-from ..peer import Peer, new_cancel_scope
+from ..handling import Handling
+from ..peer import Peer
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
 from .routing import ROUTE, Channel, ChannelStream
@@ -73,21 +74,21 @@ class _StatelessConnection:
 
 
 class _Watch:
-    """Watches for the client going away (then cancels ``scope``), from a task started
+    """Watches for the client going away (then cancels ``handling``), from a task started
     on the event loop's next turn: never, when the request is over before it."""
 
-    __slots__ = ("_handle", "_receive", "_scope", "_task")
+    __slots__ = ("_handle", "_handling", "_receive", "_task")
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, receive: Receive, scope: anyio.CancelScope
+        self, loop: asyncio.AbstractEventLoop, receive: Receive, handling: Handling
     ) -> None:
         self._receive = receive
-        self._scope = scope
+        self._handling = handling
         self._task: asyncio.Task[None] | None = None
         self._handle = loop.call_soon(self._start, loop)
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._task = loop.create_task(_cancel_on_disconnect(self._receive, self._scope))
+        self._task = loop.create_task(_cancel_on_disconnect(self._receive, self._handling))
 
     def stop(self) -> None:
         self._handle.cancel()
@@ -95,9 +96,9 @@ class _Watch:
             self._task.cancel()
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
     await client_gone(receive)
-    scope.cancel()
+    handling.cancel()
 
 
 class StatelessEndpoint:
@@ -173,11 +174,12 @@ class StatelessEndpoint:
                 # The client closing the connection cancels the request. A plain task
                 # watches for it, started only if the handler waits for anything: most
                 # answer without ever yielding, and a task would cost more than they.
-                scope = new_cancel_scope(loop)
-                channel.on_gone = scope.cancel  # a client that stopped reading: cancelled
-                watch = _Watch(loop, receive, scope)
+                handling = Handling(loop)
+                # A client that stopped reading: cancelled.
+                channel.on_gone = handling.cancel
+                watch = _Watch(loop, receive, handling)
                 try:
-                    events, answer = await peer.feed_request(body, scope)
+                    events, answer = await peer.feed_request(body, handling)
                 finally:
                     watch.stop()
                 if answer is not None:

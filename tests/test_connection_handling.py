@@ -62,6 +62,18 @@ async def test_a_handler_that_never_waits_makes_no_scope() -> None:
     assert not handling.cancel_called
 
 
+async def _wait_long(started: anyio.Event, own_scope: bool) -> None:
+    """Say so, then wait 30 s: in a cancel scope of the handler's own (entered before
+    its first wait: ours can no longer enclose it), or in none."""
+    if own_scope:
+        with anyio.move_on_after(30):
+            started.set()
+            await anyio.sleep(30)
+    else:
+        started.set()
+        await anyio.sleep(30)
+
+
 async def _run_cancelled(handler_body: Any) -> tuple[Any, asyncio.Task[Any]]:
     """Run ``handler_body(started)`` under a Handling that another task cancels once
     ``started`` is set; the outcome and the task it ran in."""
@@ -80,14 +92,7 @@ async def test_a_waiting_handler_is_cancelled(own_scope: bool, paths: list[str])
     reached: list[str] = []
 
     async def handler(started: anyio.Event) -> str:
-        if own_scope:
-            # Waits first inside a scope of its own: ours can no longer enclose it.
-            with anyio.move_on_after(30):
-                started.set()
-                await anyio.sleep(30)
-        else:
-            started.set()
-            await anyio.sleep(30)
+        await _wait_long(started, own_scope)
         reached.append("after")
         return "answered"
 
@@ -197,13 +202,7 @@ async def test_a_cancellation_of_the_task_itself_is_not_swallowed(
     started = anyio.Event()
 
     async def handler() -> str:
-        if own_scope:
-            with anyio.move_on_after(30):
-                started.set()
-                await anyio.sleep(30)
-        else:
-            started.set()
-            await anyio.sleep(30)
+        await _wait_long(started, own_scope)
         return "answered"
 
     runner = asyncio.ensure_future(handling.run(handler()))

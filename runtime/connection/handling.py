@@ -166,13 +166,19 @@ class Handling:
 
 
 @types.coroutine
-def _in_scope(
-    coro: Coroutine[Any, Any, Any], step: Any, scope: anyio.CancelScope
+def _rest(
+    coro: Coroutine[Any, Any, Any], step: Any, handling: Handling | None
 ) -> Generator[Any, Any, Any]:
-    """The rest of ``coro`` (waiting on ``step``) in ``scope``, entered now."""
-    scope.__enter__()
+    """Drive ``coro`` from its wait on ``step`` to its end, in the task awaiting this;
+    with ``handling``, deliver its cancellation natively when nothing woke the task for
+    it (the handler cancelled itself, or was cancelled before it waited)."""
     try:
         while True:
+            if handling is not None and handling.cancel_called and not handling._delivered:
+                # Delivered at the wait the handler is resuming from.
+                handling._delivered = True
+                step = coro.throw(asyncio.CancelledError())
+                continue
             try:
                 sent = yield step
             except GeneratorExit:
@@ -183,7 +189,17 @@ def _in_scope(
             else:
                 step = coro.send(sent)
     except StopIteration as done:
-        result = done.value
+        return done.value
+
+
+@types.coroutine
+def _in_scope(
+    coro: Coroutine[Any, Any, Any], step: Any, scope: anyio.CancelScope
+) -> Generator[Any, Any, Any]:
+    """The rest of ``coro`` (waiting on ``step``) in ``scope``, entered now."""
+    scope.__enter__()
+    try:
+        result = yield from _rest(coro, step, None)
     except GeneratorExit:
         raise  # the task was destroyed while waiting: no scope to leave in it
     except BaseException as exc:
@@ -203,24 +219,7 @@ def _natively(
     task = handling._task
     assert task is not None
     try:
-        while True:
-            if handling.cancel_called and not handling._delivered:
-                # Cancelled from the handler's own task, or before it waited: delivered
-                # at the wait it resumes from.
-                handling._delivered = True
-                step = coro.throw(asyncio.CancelledError())
-                continue
-            try:
-                sent = yield step
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
-                step = coro.throw(exc)
-            else:
-                step = coro.send(sent)
-    except StopIteration as done:
-        return done.value
+        return (yield from _rest(coro, step, handling))
     except asyncio.CancelledError:
         # Ours, unless the task was cancelled by someone else as well.
         if handling._delivered and _taken_back(handling, task) <= handling._base:
@@ -229,7 +228,6 @@ def _natively(
     finally:
         if handling._task is not None:
             _taken_back(handling, task)
-            handling._task = None
 
 
 def _taken_back(handling: Handling, task: asyncio.Task[Any]) -> int:

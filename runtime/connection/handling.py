@@ -161,7 +161,7 @@ class Handling:
         if _current_scope(task) is before:
             return await _in_scope(coro, step, self.scope)
         self._task = task
-        self._base = task.cancelling()
+        self._base = _cancelling(task)
         return await _natively(coro, step, self)
 
 
@@ -230,11 +230,28 @@ def _natively(
             _taken_back(handling, task)
 
 
+if sys.version_info >= (3, 11):
+
+    def _cancelling(task: asyncio.Task[Any]) -> int:
+        return task.cancelling()
+
+    def _uncancel(task: asyncio.Task[Any]) -> int:
+        return task.uncancel()
+
+else:  # pragma: no cover - handlers are never cancelled natively before 3.11
+
+    def _cancelling(task: asyncio.Task[Any]) -> int:
+        return 0
+
+    def _uncancel(task: asyncio.Task[Any]) -> int:
+        return 0
+
+
 def _taken_back(handling: Handling, task: asyncio.Task[Any]) -> int:
     """Take back the task's cancellation made for ``handling`` (once); the task's
     cancellations left."""
     handling._task = None
     if handling._woke:
         handling._woke = False
-        return task.uncancel()
-    return task.cancelling()
+        return _uncancel(task)
+    return _cancelling(task)

@@ -813,18 +813,10 @@ class Peer(Generic[S]):
         self, event: RequestReceived, handling: Handling, hand_back: bool
     ) -> HandedBack | None:
         """The handler's part of :meth:`_handle`: answer the request (or, with
-        ``hand_back``, return the answer's bytes)."""
-        answer = await self._answer_for(event)
-        if answer is None:
-            return None
-        if hand_back and not (self._closed or handling.cancel_called or self._write_lock.locked()):
-            return self._encode_answer(event, answer)
-        await self._send_answer(event, answer)
-        return None
-
-    async def _answer_for(self, event: RequestReceived) -> ResultResponse | ErrorResponse | None:
-        """The answer to one of the peer's requests (``None``: the connection ended)."""
+        ``hand_back``, return the answer's bytes). The connection ending under the
+        handler leaves nothing to answer."""
         request_id = event.request_id
+        answer: ResultResponse | ErrorResponse
         try:
             if event.method == "ping" and self.answer_ping:
                 result: Any = self.session.types.EmptyResult()
@@ -832,14 +824,18 @@ class Peer(Generic[S]):
                 raise RequestError.method_not_found(event.method)
             else:
                 result = await self.request_handler(event)
+            answer = ResultResponse(id=request_id, result=result)
         except RequestError as exc:
-            return ErrorResponse(id=request_id, error=exc.error)
+            answer = ErrorResponse(id=request_id, error=exc.error)
         except ConnectionClosed:
             return None
         except Exception as exc:
             logger.exception("the handler of %s (id %r) failed", event.method, request_id)
-            return _internal_error(request_id, exc)
-        return ResultResponse(id=request_id, result=result)
+            answer = _internal_error(request_id, exc)
+        if hand_back and not (self._closed or handling.cancel_called or self._write_lock.locked()):
+            return self._encode_answer(event, answer)
+        await self._send_answer(event, answer)
+        return None
 
     def _encode_answer(
         self, event: RequestReceived, answer: ResultResponse | ErrorResponse

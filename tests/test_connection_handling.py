@@ -62,6 +62,35 @@ async def test_a_handler_that_never_waits_makes_no_scope() -> None:
     assert not handling.cancel_called
 
 
+@pytest.mark.parametrize("own_scope", [False, True])
+async def test_on_wait_is_called_once_when_the_handler_first_waits(own_scope: bool) -> None:
+    calls: list[str] = []
+    quick = _handling()
+    quick.on_wait = lambda: calls.append("quick")
+
+    async def answers_at_once() -> str:
+        return "answered"
+
+    assert await quick.run(answers_at_once()) == "answered"
+    assert calls == []  # it never waited
+
+    waiting = _handling()
+    waiting.on_wait = lambda: calls.append("waiting")
+
+    async def waits_twice() -> str:
+        calls.append("first step")
+        if own_scope:
+            with anyio.move_on_after(30):
+                await anyio.sleep(0)
+        else:
+            await anyio.sleep(0)
+        await anyio.sleep(0)
+        return "answered"
+
+    assert await waiting.run(waits_twice()) == "answered"
+    assert calls == ["first step", "waiting"]
+
+
 async def _wait_long(started: anyio.Event, own_scope: bool) -> None:
     """Say so, then wait 30 s: in a cancel scope of the handler's own (entered before
     its first wait: ours can no longer enclose it), or in none."""

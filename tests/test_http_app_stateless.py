@@ -6,6 +6,7 @@ verifiers, the settings' revisions, clients that stop reading)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from mcpspec.runtime import mirror
 from mcpspec.runtime.connection import Server
+from mcpspec.runtime.connection.handling import eager
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, legacy, stateless
 from tests.test_http_app import (
     META,
@@ -175,6 +177,73 @@ def announcing_server() -> Server:
         return kind
 
     return server
+
+
+# -- the client going away ----------------------------------------------------------------------
+
+
+async def test_a_silent_handler_is_cancelled_when_its_client_goes() -> None:
+    """Closing the connection cancels the request, also when its handler waits without
+    having written anything (no failed write tells of the client: only the watch)."""
+    server = Server("gone", "1")
+    seen = {"waiting": anyio.Event(), "cancelled": anyio.Event()}
+
+    @server.tool()
+    async def quiet() -> str:
+        """Wait silently until cancelled."""
+        seen["waiting"].set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            seen["cancelled"].set()
+            raise
+        return "never"
+
+    app = server.http_app(json_response=True)
+    gone = anyio.Event()
+    replies: list[Reply] = []
+
+    async def call() -> None:
+        body = encode(stateless_call("quiet", {}))
+        replies.append(
+            await drive(app, "POST", "/mcp", modern("tools/call", "quiet"), [body], gone=gone)
+        )
+
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(call)
+            await seen["waiting"].wait()
+            gone.set()
+            await seen["cancelled"].wait()
+    assert len(replies) == 1  # the request ended with its handler
+
+
+async def test_a_handler_that_answers_at_once_starts_no_task() -> None:
+    """The watch for the client going away is started only if the handler waits: a
+    request answered at once costs no task."""
+    assert eager()  # handlers run eagerly here (tests/test_connection_handling.py)
+    server, _ = build_server()
+    app = server.http_app(json_response=True)
+    body = encode(stateless_call("echo", {"text": "hi"}))
+    headers = modern("tools/call", "echo")
+    await drive(app, "POST", "/mcp", headers, [body])  # the pooled connection is made
+    loop = asyncio.get_running_loop()
+    made: list[object] = []
+    default = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        made.append(coro)
+        if default is not None:
+            return default(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        reply = await drive(app, "POST", "/mcp", headers, [body])
+    finally:
+        loop.set_task_factory(default)
+    assert reply.status == 200 and "hi" in reply.body.decode()
+    assert made == []
 
 
 # -- subscriptions/listen ------------------------------------------------------------------------

@@ -99,7 +99,16 @@ class Handling:
     asked for), and how it is cancelled (:meth:`cancel`: whatever cancels the request
     calls it)."""
 
-    __slots__ = ("_base", "_cancelled", "_delivered", "_loop", "_scope", "_task", "_woke")
+    __slots__ = (
+        "_base",
+        "_cancelled",
+        "_delivered",
+        "_loop",
+        "_scope",
+        "_task",
+        "_woke",
+        "on_wait",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
         #: The asyncio loop running (``None``: another event loop).
@@ -114,6 +123,9 @@ class Handling:
         self._delivered = False
         #: The task was cancelled (``Task.cancel``) for it: taken back at the end.
         self._woke = False
+        #: Called when the handler first waits (on the eager path only: see
+        #: :func:`eager`), for what only a waiting handler needs.
+        self.on_wait: Callable[[], object] | None = None
 
     @property
     def scope(self) -> anyio.CancelScope:
@@ -158,6 +170,8 @@ class Handling:
             step = coro.send(None)
         except StopIteration as done:
             return done.value
+        if self.on_wait is not None:
+            self.on_wait()
         if _current_scope(task) is before:
             return await _in_scope(coro, step, self.scope)
         self._task = task

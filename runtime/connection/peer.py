@@ -120,6 +120,9 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> 
         await outcome
 
 
+_new_tuple: Final = tuple.__new__
+
+
 class HandedBack(NamedTuple):
     """An answer :meth:`Peer.feed_request` hands back: its bytes, and the code of its
     error (``None`` for a result)."""
@@ -132,8 +135,11 @@ class HandedBack(NamedTuple):
         """``answer`` as the session wrote it (``data``); ``None`` when nothing was."""
         if not data:
             return None
+        if type(answer) is ResultResponse:
+            # Built as the tuple it is: the class's generated __new__ is a Python call.
+            return _new_tuple(cls, (data, None))
         code = answer.error.code if isinstance(answer, ErrorResponse) else None
-        return cls(data, code if isinstance(code, int) else None)
+        return _new_tuple(cls, (data, code if isinstance(code, int) else None))
 
 
 class _Waiter:

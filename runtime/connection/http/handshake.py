@@ -29,7 +29,7 @@ from ..changes import ChangeFeed
 from ..errors import RequestError
 from ..peer import HandedBack, Peer
 from .asgi import Send, respond, start_response
-from .routing import ROUTE, Channel, ChannelStream, is_request
+from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, is_request
 from .security import Refusal, check_accept
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -58,6 +58,14 @@ class HandshakeEndpoint:
 
     def __init__(self, app: HttpApp) -> None:
         self.app = app
+        settings = app.settings
+        #: How the POSTs of a server without sessions are answered.
+        self._sessionless = ChannelTerms(
+            sse=not settings.json_response,
+            divert=_undeliverable,
+            retry_ms=settings.retry_ms,
+            stall=settings.stall_seconds,
+        )
 
     async def post(self, headers: dict[str, str], body: bytes, peek: BodyPeek, send: Send) -> None:
         settings = self.app.settings
@@ -161,25 +169,27 @@ class HandshakeEndpoint:
         headers: dict[str, str],
         carried: RequestId | None = None,
     ) -> Channel:
-        settings = self.app.settings
-        resumable = session is not None and session.event_store is not None
+        if session is None:
+            return Channel(send, self._sessionless, "", headers, carried)
+        terms = session.channel_terms
+        if terms is None:
+            terms = self._terms_of(session)
+            # Kept once the revision is known: it decides the priming event.
+            if session.revision is not None:
+                session.channel_terms = terms
         # Unique within the session is enough: a stream's events go to its own client.
-        stream_id = session.next_stream_id() if session is not None else ""
-        revision = session.revision if session is not None else None
-        return Channel(
-            send,
+        return Channel(send, terms, session.next_stream_id(), headers, carried)
+
+    def _terms_of(self, session: HandshakeSession) -> ChannelTerms:
+        """How the POSTs of ``session`` are answered."""
+        settings = self.app.settings
+        resumable = session.event_store is not None
+        return ChannelTerms(
             sse=not settings.json_response,
-            divert=(
-                session.to_standalone
-                if session is not None and settings.standalone_stream
-                else _undeliverable
-            ),
-            stamp=session.stamp if resumable and session is not None else None,
-            stream_id=stream_id,
-            priming=resumable and revision == "2025-11-25",
+            divert=session.to_standalone if settings.standalone_stream else _undeliverable,
+            stamp=session.stamp if resumable else None,
+            priming=resumable and session.revision == "2025-11-25",
             retry_ms=settings.retry_ms,
-            headers=headers,
-            carried=carried,
             stall=settings.stall_seconds,
         )
 

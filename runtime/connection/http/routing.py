@@ -47,6 +47,7 @@ __all__ = [
     "Answer",
     "Channel",
     "ChannelStream",
+    "ChannelTerms",
     "Divert",
     "SessionStream",
     "answers_in",
@@ -187,17 +188,49 @@ class _Gate:
             self._held = False
 
 
+class ChannelTerms:
+    """What the channels of one kind of POST share, made once (per session, or per
+    endpoint) rather than for each POST.
+
+    ``sse`` says whether the response may be an SSE stream (the client accepts one and
+    the settings allow it); ``divert`` takes what the response cannot carry. ``stamp``
+    (resumable sessions) gives SSE events their ids; ``priming`` opens an SSE stream
+    with an empty event that has one (2025-11-25), announcing ``retry_ms``.
+    ``status_of`` picks the status of a JSON response from the error codes of its
+    responses (``None`` for a result). ``stall`` is how many seconds a client may take
+    to take one event (``None``: no bound).
+    """
+
+    __slots__ = ("divert", "priming", "retry_ms", "sse", "stall", "stamp", "status_of")
+
+    def __init__(
+        self,
+        *,
+        sse: bool,
+        divert: Divert | None = None,
+        stamp: Stamp | None = None,
+        priming: bool = False,
+        retry_ms: int | None = None,
+        status_of: Callable[[list[int | None]], int] | None = None,
+        stall: float | None = None,
+    ) -> None:
+        self.sse = sse
+        self.divert = divert
+        self.stamp = stamp
+        self.priming = priming
+        self.retry_ms = retry_ms
+        self.status_of = status_of
+        self.stall = stall
+
+
 class Channel:
     """The response of one POST: the messages about its requests.
 
-    ``send`` is the ASGI send of the POST. ``sse`` says whether the response may be an
-    SSE stream (the client accepts one and the settings allow it); ``divert`` takes
-    what the response cannot carry. ``stamp`` (resumable sessions) gives SSE events
-    their ids; ``priming`` opens an SSE stream with an empty event that has one
-    (2025-11-25), announcing ``retry_ms``. ``status_of`` picks the status of a JSON
-    response from the error codes of its responses (``None`` for a result).
-    ``carried`` is the id of the POST's only request, when the app knows it before the
-    body is fed (so that a session ending under it answers it).
+    ``send`` is the ASGI send of the POST; ``terms`` (:class:`ChannelTerms`) how it
+    may answer. ``stream_id`` names its SSE stream within the session; ``headers`` are
+    the caller's extra response headers (its dict itself: it may add one until the
+    response starts). ``carried`` is the id of the POST's only request, when the app
+    knows it before the body is fed (so that a session ending under it answers it).
 
     A POST that carried a request never gets ``202``: a request the session ended under
     is answered with an error; one the client cancelled is answered by an SSE stream
@@ -207,7 +240,6 @@ class Channel:
     __slots__ = (
         "_answered",
         "_cancelled",
-        "_divert",
         "_done",
         "_done_event",
         "_error_codes",
@@ -215,18 +247,13 @@ class Channel:
         "_headers",
         "_held",
         "_lock",
-        "_priming",
-        "_retry_ms",
         "_send",
-        "_stall",
-        "_stamp",
-        "_status_of",
+        "_terms",
         "carried",
         "follower",
         "gone",
         "mode",
         "on_gone",
-        "sse",
         "status",
         "stream_id",
     )
@@ -234,32 +261,17 @@ class Channel:
     def __init__(
         self,
         send: Send,
-        *,
-        sse: bool,
-        divert: Divert | None = None,
-        stamp: Stamp | None = None,
+        terms: ChannelTerms,
         stream_id: str = "",
-        priming: bool = False,
-        retry_ms: int | None = None,
         headers: dict[str, str] | None = None,
-        status_of: Callable[[list[int | None]], int] | None = None,
         carried: RequestId | None = None,
-        stall: float | None = None,
     ) -> None:
         self._send = send
-        #: Seconds a client may take to take one event (``None``: no bound).
-        self._stall = stall
-        self.sse = sse
-        self._divert = divert
-        self._stamp = stamp
+        self._terms = terms
         self.stream_id = stream_id
-        self._priming = priming
-        self._retry_ms = retry_ms
-        # The caller's dict itself: it may add a header until the response starts.
         self._headers = headers if headers is not None else {}
-        self._status_of = status_of
         self.carried = carried
-        #: The status of a JSON answer, when the app knows it (else ``status_of``).
+        #: The status of a JSON answer, when the app knows it (else ``terms.status_of``).
         self.status: int | None = None
         self._lock = _Gate()
         #: The ids of the POST's requests that await their answer (``None``: the body
@@ -286,6 +298,11 @@ class Channel:
         self.follower: Send | None = None
         #: Called once when the client is found gone (2026-07-28: cancel the request).
         self.on_gone: Callable[[], object] | None = None
+
+    @property
+    def sse(self) -> bool:
+        """Whether the response may be an SSE stream."""
+        return self._terms.sse
 
     # -- what the POST's task does --------------------------------------------------------
 
@@ -318,7 +335,7 @@ class Channel:
         A client that does not take it within the stall bound is left gone."""
         if self._done:
             return
-        with anyio.move_on_after(self._stall) as bounded:
+        with anyio.move_on_after(self._terms.stall) as bounded:
             async with self._lock:
                 await self._finish_locked(ended)
         if bounded.cancelled_caught:
@@ -368,10 +385,10 @@ class Channel:
                     expected.difference_update(answered)
                     if not expected:
                         await self._finish_locked()
-            elif self.gone and self._stamp is None:
+            elif self.gone and self._terms.stamp is None:
                 # Nobody can resume this stream: the standalone stream may carry it.
                 await self._elsewhere(data)
-            elif self.mode == "sse" or (self.mode is None and self.sse):
+            elif self.mode == "sse" or (self.mode is None and self._terms.sse):
                 await self._take(data, stream=True)
             else:
                 await self._elsewhere(data)
@@ -407,7 +424,8 @@ class Channel:
         status = self.status
         if status is None:
             self._error_codes.append(error_code)
-            status = self._status_of(self._error_codes) if self._status_of is not None else 200
+            status_of = self._terms.status_of
+            status = status_of(self._error_codes) if status_of is not None else 200
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
         if self._headers:
             headers.extend(
@@ -429,8 +447,9 @@ class Channel:
                 await self._write(comment)
 
     async def _elsewhere(self, data: bytes) -> None:
-        if self._divert is not None:
-            await self._divert(data)
+        divert = self._terms.divert
+        if divert is not None:
+            await divert(data)
 
     async def _take(self, data: bytes, *, stream: bool = False) -> None:
         if self.mode == "sse" or stream:
@@ -441,26 +460,28 @@ class Channel:
             self._held.append(data)
 
     async def _open_sse(self) -> None:
+        terms = self._terms
         self.mode = "sse"
         headers = {**SSE_HEADERS, **self._headers}
         try:
             await start_response(self._send, 200, "text/event-stream", headers)
         except OSError:
             self._went()
-            if self._stamp is None:
+            if terms.stamp is None:
                 return
             # Resumable: the events are still kept, for a GET resuming the stream.
-        if self._priming and self._stamp is not None:
-            event_id = await self._stamp(self.stream_id, b"")
+        if terms.priming and terms.stamp is not None:
+            event_id = await terms.stamp(self.stream_id, b"")
             await self._write(
-                encode_event(b"", event=None, event_id=event_id, retry_ms=self._retry_ms)
+                encode_event(b"", event=None, event_id=event_id, retry_ms=terms.retry_ms)
             )
         held, self._held = self._held, []
         for data in held:
             await self._event(data)
 
     async def _event(self, data: bytes) -> None:
-        event_id = await self._stamp(self.stream_id, data) if self._stamp is not None else None
+        stamp = self._terms.stamp
+        event_id = await stamp(self.stream_id, data) if stamp is not None else None
         await self._write(encode_event(data, event_id=event_id))
 
     async def _write(self, chunk: bytes) -> None:
@@ -480,7 +501,7 @@ class Channel:
         stall bound (one that stopped reading would hold this write, and the locks of
         whoever writes, for as long as it keeps the connection open)."""
         try:
-            with anyio.fail_after(self._stall):
+            with anyio.fail_after(self._terms.stall):
                 await target(message)
         except (OSError, TimeoutError):
             return False
@@ -523,7 +544,7 @@ class Channel:
                     await self._end_sse()
             elif self._held or not (unanswered or self._cancelled):
                 await self._respond_json()
-            elif self.sse:
+            elif self._terms.sse:
                 # The client cancelled what it sent, or gave up on it: a request is
                 # answered by a stream (or JSON), never by 202. An SSE stream that
                 # ends with no response honours "SHOULD NOT send a response for the
@@ -561,8 +582,8 @@ class Channel:
         body = held[0] if len(held) == 1 else b"[" + b",".join(held) + b"]"
         status = self.status
         if status is None:
-            codes = self._error_codes
-            status = self._status_of(codes) if self._status_of is not None else 200
+            status_of = self._terms.status_of
+            status = status_of(self._error_codes) if status_of is not None else 200
         await start_response(self._send, status, "application/json", self._headers, len(body))
         await self._send_json_body(body)
 

@@ -25,7 +25,7 @@ import anyio
 
 from ..peer import Peer
 from .events import EventStore
-from .routing import SessionStream
+from .routing import ChannelTerms, SessionStream
 from .sse import encode_event
 
 __all__ = ["HandshakeSession", "SessionTable", "new_id"]
@@ -67,6 +67,8 @@ class HandshakeSession:
         self.closing = False
         #: SSE streams of POSTs still open (for a GET resuming one), by stream id.
         self.live: dict[str, Any] = {}
+        #: How its POSTs are answered (the endpoint's, kept once the revision is known).
+        self.channel_terms: ChannelTerms | None = None
 
     @property
     def busy(self) -> bool:

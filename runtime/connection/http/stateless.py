@@ -28,11 +28,11 @@ from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
 from ..changes import DROP_GRACE, ChangeFeed
-from ..handling import Handling
+from ..handling import Handling, eager
 from ..peer import Peer
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
-from .routing import ROUTE, Channel, ChannelStream
+from .routing import ROUTE, Channel, ChannelStream, ChannelTerms
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -74,24 +74,36 @@ class _StatelessConnection:
 
 
 class _Watch:
-    """Watches for the client going away (then cancels ``handling``), from a task started
-    on the event loop's next turn: never, when the request is over before it."""
+    """Watches for the client going away (then cancels ``handling``) from a task of its
+    own, started only if the handler waits: most answer without ever yielding, and a
+    task would cost more than they. Where handlers do not run eagerly (see
+    :func:`~..handling.eager`), the task starts on the event loop's next turn: never,
+    when the request is over before it."""
 
-    __slots__ = ("_handle", "_handling", "_receive", "_task")
+    __slots__ = ("_handle", "_handling", "_loop", "_receive", "_task")
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, receive: Receive, handling: Handling
     ) -> None:
+        self._loop = loop
         self._receive = receive
         self._handling = handling
         self._task: asyncio.Task[None] | None = None
-        self._handle = loop.call_soon(self._start, loop)
+        self._handle: asyncio.Handle | None = None
+        if eager():
+            handling.on_wait = self._start
+        else:
+            self._handle = loop.call_soon(self._start)
 
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._task = loop.create_task(_cancel_on_disconnect(self._receive, self._handling))
+    def _start(self) -> None:
+        if self._task is None:
+            self._task = self._loop.create_task(
+                _cancel_on_disconnect(self._receive, self._handling)
+            )
 
     def stop(self) -> None:
-        self._handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
         if self._task is not None:
             self._task.cancel()
 
@@ -110,6 +122,18 @@ class StatelessEndpoint:
         self._idle: list[_StatelessConnection] = []
         #: The open ``subscriptions/listen`` requests (their scopes), oldest first.
         self._listeners: dict[anyio.CancelScope, None] = {}
+        settings = app.settings
+        #: How a POST is answered, by whether it is a listen request and whether its
+        #: body was refused by the mirrored headers check.
+        self._terms = {
+            (listen, refused): ChannelTerms(
+                sse=listen or not settings.json_response,
+                status_of=_refused_status if refused else stateless_status,
+                stall=settings.stall_seconds,
+            )
+            for listen in (False, True)
+            for refused in (False, True)
+        }
 
     async def post(
         self, headers: dict[str, str], body: bytes, peek: BodyPeek, receive: Receive, send: Send
@@ -117,7 +141,7 @@ class StatelessEndpoint:
 
         server = self.app.server
         is_request = peek.is_request
-        status_of = stateless_status
+        refused = False
         if not peek.json or peek.batch:
             reason = "Parse error" if not peek.json else "Invalid request: batches are not taken"
             code = ErrorCode.PARSE_ERROR if not peek.json else ErrorCode.INVALID_REQUEST
@@ -134,7 +158,7 @@ class StatelessEndpoint:
                 # missing _meta; not -32020, which would send the client to relist its
                 # tools and retry in vain.
                 mismatch = None
-                status_of = _refused_status
+                refused = True
             if mismatch is not None:
                 error = mirror.mismatch_error(mismatch)
                 response = ErrorResponse(id=answerable_id(peek.id), error=error)
@@ -143,12 +167,7 @@ class StatelessEndpoint:
         listen = peek.method == "subscriptions/listen"
         # The answer to a listen request is an SSE stream whatever json_response says:
         # its first message is the acknowledgement, long before the response.
-        channel = Channel(
-            send,
-            sse=listen or not self.app.settings.json_response,
-            status_of=status_of,
-            stall=self.app.settings.stall_seconds,
-        )
+        channel = Channel(send, self._terms[listen, refused])
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
@@ -171,9 +190,7 @@ class StatelessEndpoint:
             if not is_request:
                 events = await peer.feed(body, inline=True)
             elif loop is not None and not listen:
-                # The client closing the connection cancels the request. A plain task
-                # watches for it, started only if the handler waits for anything: most
-                # answer without ever yielding, and a task would cost more than they.
+                # The client closing the connection cancels the request.
                 handling = Handling(loop)
                 # A client that stopped reading: cancelled.
                 channel.on_gone = handling.cancel

@@ -170,8 +170,10 @@ class Handling:
             step = coro.send(None)
         except StopIteration as done:
             return done.value
-        if self.on_wait is not None:
-            self.on_wait()
+        on_wait = self.on_wait
+        if on_wait is not None:
+            self.on_wait = None
+            on_wait()
         if _current_scope(task) is before:
             return await _in_scope(coro, step, self.scope)
         self._task = task

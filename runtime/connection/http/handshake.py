@@ -135,7 +135,7 @@ class HandshakeEndpoint:
             await bad_request(send, "MCP-Protocol-Version is required")
             return
         carried = peek.id if peek.method is not None else None
-        await self._feed_session(session, body, send, headers={}, carried=carried)
+        await self._feed_session(session, body, send, {}, not peek.batch, carried)
 
     async def _unsupported_version(self, version: str, send: Send) -> None:
         """400 for an ``MCP-Protocol-Version`` this endpoint does not serve."""
@@ -199,13 +199,14 @@ class HandshakeEndpoint:
         body: bytes,
         send: Send,
         headers: dict[str, str],
+        inline: bool,
         carried: RequestId | None = None,
         admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
     ) -> None:
         """Feed a POST's body to ``session`` with the POST's channel as the route of
-        what answers it. ``admit`` (``initialize``) sees the handed-back answer before
-        it is sent and says whether the session is kept; a session not kept ends once
-        the response is over."""
+        what answers it; ``inline``: the body is one message, not a batch. ``admit``
+        (``initialize``) sees the handed-back answer before it is sent and says whether
+        the session is kept; a session not kept ends once the response is over."""
         peer = session.peer
         assert peer is not None
         channel = self._channel(send, session, headers, carried)
@@ -217,7 +218,6 @@ class HandshakeEndpoint:
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
-            inline = body.lstrip()[:1] != b"["
             if inline:
                 events, answer = await peer.feed_request(body)
             else:
@@ -299,7 +299,7 @@ class HandshakeEndpoint:
                 task_group.start_soon(evicted.end)
             return True
 
-        await self._feed_session(session, body, send, headers, admit=admit)
+        await self._feed_session(session, body, send, headers, True, admit=admit)
 
     async def _run_session(
         self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]

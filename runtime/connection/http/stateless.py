@@ -102,6 +102,9 @@ class _Watch:
             )
 
     def stop(self) -> None:
+        # The handling refers to this watch: let go, so that neither waits for the
+        # garbage collector.
+        self._handling.on_wait = None
         if self._handle is not None:
             self._handle.cancel()
         if self._task is not None:

@@ -85,10 +85,12 @@ class BodyPeek:
         self.requested_version: Any = None
         #: The routing fields as read, when the body has their types (else ``None``).
         self.probe: Probe | None = None
-        head = data.lstrip()[:1]
-        if head == b"[":
-            self.batch = True
-            return
+        head = data[:1]
+        if head != b"{":
+            head = data.lstrip()[:1]
+            if head == b"[":
+                self.batch = True
+                return
         try:
             peek = PROBE_DECODER.decode(data)
         except msgspec.ValidationError:

@@ -217,6 +217,14 @@ class Session:
         """Ids of the peer's requests this side has not answered yet."""
         return frozenset(self._pending.incoming)
 
+    @property
+    def idle(self) -> bool:
+        """Whether no request is in flight either way (none sent awaits a response,
+        none of the peer's awaits its answer): ``outstanding`` and ``unanswered``
+        both empty, told without copying them."""
+        pending = self._pending
+        return not pending.outgoing and not pending.incoming
+
     def next_id(self) -> int:
         """A request id not outstanding (a counter from 1)."""
         return self._pending.next_id()

@@ -59,6 +59,20 @@ def test_outgoing_ids_are_unique_among_outstanding(revision: str) -> None:
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
+def test_idle_says_no_request_is_in_flight_either_way(revision: str) -> None:
+    client, server = connect(revision)
+    assert client.idle and server.idle
+    data = client.send(tools_call(client, 7))
+    assert not client.idle and client.outstanding == {7}
+    server.receive(data)
+    assert not server.idle and server.unanswered == {7}
+    answer = server.send(ResultResponse(id=7, result=tools_call_result(server)))
+    assert server.idle and server.unanswered == frozenset()
+    client.receive(answer)
+    assert client.idle and client.outstanding == frozenset()
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
 def test_incoming_duplicate_id_is_a_violation_without_answer(revision: str) -> None:
     client, server = connect(revision)
     data = client.send(tools_call(client, "dup"))

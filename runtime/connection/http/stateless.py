@@ -69,8 +69,7 @@ class _StatelessConnection:
 
     def clean(self) -> bool:
         """Whether the last request left nothing behind (so the next may reuse it)."""
-        session = self.session
-        return not session.unanswered and not session.outstanding and not self.peer.handling
+        return self.session.idle and not self.peer.handling
 
 
 class _Watch:

@@ -299,11 +299,6 @@ class Channel:
         #: Called once when the client is found gone (2026-07-28: cancel the request).
         self.on_gone: Callable[[], object] | None = None
 
-    @property
-    def sse(self) -> bool:
-        """Whether the response may be an SSE stream."""
-        return self._terms.sse
-
     # -- what the POST's task does --------------------------------------------------------
 
     async def expect(self, request_ids: Iterable[RequestId]) -> None:

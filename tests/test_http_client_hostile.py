@@ -36,6 +36,7 @@ from tests.test_http_client import (
     LegacyServer,
     Scripted,
     Seen,
+    anyio_backend,  # noqa: F401 - a fixture
     initialize_result,
     result,
     serving,
@@ -44,11 +45,6 @@ from tests.test_http_client import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn serves on asyncio
 
 
 @asynccontextmanager

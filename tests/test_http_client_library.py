@@ -17,16 +17,12 @@ from mcpspec.runtime.connection.http.library import library_of, timeout_of
 from tests.test_http_client import (
     GUARD,
     LegacyServer,
+    anyio_backend,  # noqa: F401 - a fixture
     breaking_stream,
     serving,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn serves on asyncio
 
 
 async def test_the_library_of_a_client() -> None:

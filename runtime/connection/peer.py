@@ -135,10 +135,8 @@ class HandedBack(NamedTuple):
         """``answer`` as the session wrote it (``data``); ``None`` when nothing was."""
         if not data:
             return None
-        if type(answer) is ResultResponse:
-            # Built as the tuple it is: the class's generated __new__ is a Python call.
-            return _new_tuple(cls, (data, None))
         code = answer.error.code if isinstance(answer, ErrorResponse) else None
+        # Built as the tuple it is: the class's generated __new__ is a Python call.
         return _new_tuple(cls, (data, code if isinstance(code, int) else None))
 
 
@@ -555,18 +553,14 @@ class Peer(Generic[S]):
             return events, None
         if len(events) > 1:
             await self._on_event(events[0])
-        if handling is None:
-            handling = Handling(self._loop)
-        self._handling[request.request_id] = handling
+        handling = self._track(request.request_id, handling)
         return events, await self._handle(request, handling, hand_back=True)
 
     async def _take_events(self, events: list[Event], handling: Handling | None) -> None:
         """Act on the events of a message fed with ``inline``."""
         for event in events:
             if isinstance(event, RequestReceived):
-                own = handling if handling is not None else Handling(self._loop)
-                self._handling[event.request_id] = own
-                await self._handle(event, own)
+                await self._handle(event, self._track(event.request_id, handling))
             else:
                 await self._on_event(event)
 
@@ -749,9 +743,16 @@ class Peer(Generic[S]):
         """The handler of the peer's request ``request_id``, while it runs."""
         return self._handling.get(request_id)
 
+    def _track(self, request_id: RequestId, handling: Handling | None = None) -> Handling:
+        """Note ``handling`` (a new one when ``None``) as the handler of the peer's
+        request ``request_id``."""
+        if handling is None:
+            handling = Handling(self._loop)
+        self._handling[request_id] = handling
+        return handling
+
     def _start_handler(self, event: RequestReceived) -> None:
-        handling = Handling(self._loop)
-        self._handling[event.request_id] = handling
+        handling = self._track(event.request_id)
         task_group = self._task_group
         assert task_group is not None
         loop = self._loop

@@ -58,14 +58,8 @@ class HandshakeEndpoint:
 
     def __init__(self, app: HttpApp) -> None:
         self.app = app
-        settings = app.settings
         #: How the POSTs of a server without sessions are answered.
-        self._sessionless = ChannelTerms(
-            sse=not settings.json_response,
-            divert=_undeliverable,
-            retry_ms=settings.retry_ms,
-            stall=settings.stall_seconds,
-        )
+        self._sessionless = self._terms_of(None)
 
     async def post(self, headers: dict[str, str], body: bytes, peek: BodyPeek, send: Send) -> None:
         settings = self.app.settings
@@ -180,15 +174,20 @@ class HandshakeEndpoint:
         # Unique within the session is enough: a stream's events go to its own client.
         return Channel(send, terms, session.next_stream_id(), headers, carried)
 
-    def _terms_of(self, session: HandshakeSession) -> ChannelTerms:
-        """How the POSTs of ``session`` are answered."""
+    def _terms_of(self, session: HandshakeSession | None) -> ChannelTerms:
+        """How the POSTs of ``session`` (``None``: of a server without sessions) are
+        answered."""
         settings = self.app.settings
-        resumable = session.event_store is not None
+        stamp = session.stamp if session is not None and session.event_store is not None else None
         return ChannelTerms(
             sse=not settings.json_response,
-            divert=session.to_standalone if settings.standalone_stream else _undeliverable,
-            stamp=session.stamp if resumable else None,
-            priming=resumable and session.revision == "2025-11-25",
+            divert=(
+                session.to_standalone
+                if session is not None and settings.standalone_stream
+                else _undeliverable
+            ),
+            stamp=stamp,
+            priming=stamp is not None and session is not None and session.revision == "2025-11-25",
             retry_ms=settings.retry_ms,
             stall=settings.stall_seconds,
         )

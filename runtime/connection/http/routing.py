@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, NamedTuple
@@ -188,6 +189,7 @@ class _Gate:
             self._held = False
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelTerms:
     """What the channels of one kind of POST share, made once (per session, or per
     endpoint) rather than for each POST.
@@ -201,26 +203,13 @@ class ChannelTerms:
     to take one event (``None``: no bound).
     """
 
-    __slots__ = ("divert", "priming", "retry_ms", "sse", "stall", "stamp", "status_of")
-
-    def __init__(
-        self,
-        *,
-        sse: bool,
-        divert: Divert | None = None,
-        stamp: Stamp | None = None,
-        priming: bool = False,
-        retry_ms: int | None = None,
-        status_of: Callable[[list[int | None]], int] | None = None,
-        stall: float | None = None,
-    ) -> None:
-        self.sse = sse
-        self.divert = divert
-        self.stamp = stamp
-        self.priming = priming
-        self.retry_ms = retry_ms
-        self.status_of = status_of
-        self.stall = stall
+    sse: bool
+    divert: Divert | None = None
+    stamp: Stamp | None = None
+    priming: bool = False
+    retry_ms: int | None = None
+    status_of: Callable[[list[int | None]], int] | None = None
+    stall: float | None = None
 
 
 class Channel:

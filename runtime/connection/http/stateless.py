@@ -95,10 +95,7 @@ class _Watch:
             self._handle = loop.call_soon(self._start)
 
     def _start(self) -> None:
-        if self._task is None:
-            self._task = self._loop.create_task(
-                _cancel_on_disconnect(self._receive, self._handling)
-            )
+        self._task = self._loop.create_task(_cancel_on_disconnect(self._receive, self._handling))
 
     def stop(self) -> None:
         # The handling refers to this watch: let go, so that neither waits for the

@@ -798,7 +798,9 @@ def plainly_mirrored(
     version = headers.get(MCP_PROTOCOL_VERSION)
     if method is None or version is None or method != probe.method:
         return False
-    if version != probe.meta_version or _quoted(method) is None or _quoted(version) is None:
+    if version != probe.meta_version or len(method) + len(version) > _QUICK_LENGTH:
+        return False
+    if not _plain_pair(method, version):
         return False
     member = NAMED_METHODS.get(method)
     if member is None:
@@ -826,6 +828,13 @@ def _quoted(value: str) -> bytes | None:
     one that :func:`_field_value` and :func:`decode_value` give back unchanged and that
     needs no escape in JSON; else ``None``."""
     return _quoted_short(value) if len(value) <= _QUICK_LENGTH else None
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_pair(method: str, version: str) -> bool:
+    """Whether :func:`_quoted` takes both values: the pair a client sends with every
+    request, told in one lookup (their lengths, together, are checked first)."""
+    return _quoted_short(method) is not None and _quoted_short(version) is not None
 
 
 @functools.lru_cache(maxsize=256)

@@ -998,6 +998,11 @@ NOT_PLAIN = {
     "another name": (request("prompts/get", {"name": "code"}), {"mcp-name": "other"}),
     # Longer values are left to header_mismatch, so the quick test remembers little.
     "long name": (request("prompts/get", {"name": "n" * 300}), {}),
+    # Method and version are told plain together, so their lengths count together.
+    "long method and version": (
+        request("x/" + "m" * 150, meta={**META, next(iter(META)): "v" * 150}),
+        {},
+    ),
     "no name header": (request("prompts/get", {"name": "code"}), {"mcp-name": None}),
     "another method": (request("tools/list"), {"mcp-method": "tools/call"}),
     "another version": (request("tools/list"), {"mcp-protocol-version": "2025-11-25"}),

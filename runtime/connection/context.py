@@ -130,7 +130,6 @@ class RequestContext:
         self,
         event: RequestReceived,
         peer: Peer[ServerSession],
-        *,
         handling: Handling | None,
         client_capabilities: Any,
         client_info: Any,
@@ -145,8 +144,8 @@ class RequestContext:
         self._log_threshold = log_threshold
         self._answers = answers
         self._asked = 0
-        #: The keys of the questions asked so far (2026-07-28).
-        self._keys: set[str] = set()
+        #: The keys of the questions asked so far (2026-07-28; made by the first).
+        self._keys: set[str] | None = None
         self._progress_last: float | None = None
 
     # -- about the request -----------------------------------------------------------------------
@@ -326,9 +325,12 @@ class RequestContext:
             key = f"q{self._asked}"
         elif not isinstance(key, str) or not key:
             raise ValueError("a question's key is a non-empty string")
-        if key in self._keys:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = set()
+        if key in keys:
             raise ValueError(f"the question key {key!r} is used twice in one request")
-        self._keys.add(key)
+        keys.add(key)
         return key
 
     async def _request_all(self, asked: list[_Asking]) -> list[Any]:

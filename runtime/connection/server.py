@@ -419,19 +419,28 @@ class _Connection:
             return await self._built_in(event)
         peer = self.peer
         assert peer is not None
-        stateless = session.model == "stateless"
-        answers, kept = self._answers(event) if stateless else ({}, {})
-        ctx = RequestContext(
-            event,
-            peer,
-            handling=peer.handling_of(event.request_id),
-            client_capabilities=event.client_capabilities
-            if stateless
-            else (peer.ready.peer_capabilities if peer.ready is not None else None),
-            client_info=event.client_info if stateless else session.peer_info,
-            log_threshold=self.log_threshold,
-            answers=answers,
-        )
+        handling = peer.handling_of(event.request_id)
+        kept: dict[str, _Answer] = {}
+        if session.model == "stateless":
+            answers: dict[str, Any] | None = None
+            state = getattr(event.request.params, "request_state", UNSET)
+            if state is not UNSET:
+                answers, kept = self._answers(event, state)
+            ctx = RequestContext(
+                event,
+                peer,
+                handling,
+                event.client_capabilities,
+                event.client_info,
+                self.log_threshold,
+                answers,
+            )
+        else:
+            ready = peer.ready
+            capabilities = ready.peer_capabilities if ready is not None else None
+            ctx = RequestContext(
+                event, peer, handling, capabilities, session.peer_info, self.log_threshold
+            )
         try:
             result = await fn(event.request, ctx)
         except InputNeeded as need:
@@ -472,14 +481,13 @@ class _Connection:
             return session.types.SubscriptionsListenResult()
         raise RequestError.method_not_found(method)
 
-    def _answers(self, event: RequestReceived) -> tuple[dict[str, Any], dict[str, _Answer]]:
-        """The answers a retried 2026-07-28 request carries, typed and as kept in a
-        ``requestState``: those of earlier rounds (in its ``requestState``) and of the
-        last round (its ``inputResponses``)."""
+    def _answers(
+        self, event: RequestReceived, text: str
+    ) -> tuple[dict[str, Any], dict[str, _Answer]]:
+        """The answers a retried 2026-07-28 request carries (its ``requestState`` is
+        ``text``), typed and as kept in a ``requestState``: those of earlier rounds (in
+        its ``requestState``) and of the last round (its ``inputResponses``)."""
         params = event.request.params
-        text = getattr(params, "request_state", UNSET)
-        if text is UNSET:
-            return {}, {}
         state = InputState.decode(text, self.server.state_key)
         codec = self.session.codec
         answers: dict[str, Any] = {}

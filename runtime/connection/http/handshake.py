@@ -61,10 +61,14 @@ class HandshakeEndpoint:
         #: How the POSTs of a server without sessions are answered.
         self._sessionless = self._terms_of(None)
 
-    async def post(self, headers: dict[str, str], body: bytes, peek: BodyPeek, send: Send) -> None:
+    def post(
+        self, headers: dict[str, str], body: bytes, peek: BodyPeek, send: Send
+    ) -> Awaitable[None]:
+        """Answer a handshake-era POST. Returns what to await (the session's feeding, or
+        the refusal), having awaited nothing itself: one coroutine less per request."""
         settings = self.app.settings
         if peek.batch and not settings.batches:
-            await respond(
+            return respond(
                 send,
                 400,
                 error_body(
@@ -72,21 +76,18 @@ class HandshakeEndpoint:
                 ),
                 content_type=JSON,
             )
-            return
         if not peek.json:
-            await respond(
+            return respond(
                 send, 400, error_body(int(ErrorCode.PARSE_ERROR), "Parse error"), content_type=JSON
             )
-            return
         version = headers.get(VERSION_HEADER)
         initialize = peek.method == "initialize"
         if version is not None and not initialize and version not in self.app.handshake_revisions:
-            await self._unsupported_version(version, send)
-            return
+            return self._unsupported_version(version, send)
         if initialize and settings.strict_initialize:
             requested = peek.requested_version
             if requested not in self.app.handshake_revisions:
-                await respond(
+                return respond(
                     send,
                     200,
                     error_body(
@@ -100,36 +101,32 @@ class HandshakeEndpoint:
                     ),
                     content_type=JSON,
                 )
-                return
         session_id = headers.get(SESSION_HEADER)
         if not settings.sessions:
             if not initialize and version is None and settings.require_protocol_version:
-                await bad_request(send, "MCP-Protocol-Version is required")
-                return
-            await self._post_sessionless(body, peek, version, send)
-            return
+                return bad_request(send, "MCP-Protocol-Version is required")
+            return self._post_sessionless(body, peek, version, send)
         if session_id is None:
             if not initialize:
-                await bad_request(send, "Bad Request: Missing session ID", code=-32000)
-                return
-            await self._initialize(body, send)
-            return
+                return bad_request(send, "Bad Request: Missing session ID", code=-32000)
+            return self._initialize(body, send)
         session = self.app.sessions.get(session_id)
         if session is None:
-            expired = self.app.sessions.expired(session_id)
-            if expired is not None:
-                self.app.sessions.remove(session_id)
-                await expired.end()
-            await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
-            return
+            return self._session_not_found(session_id, send)
         if initialize:
-            await bad_request(send, "the session is initialized already")
-            return
+            return bad_request(send, "the session is initialized already")
         if version is None and settings.require_protocol_version:
-            await bad_request(send, "MCP-Protocol-Version is required")
-            return
+            return bad_request(send, "MCP-Protocol-Version is required")
         carried = peek.id if peek.method is not None else None
-        await self._feed_session(session, body, send, {}, not peek.batch, carried)
+        return self._feed_session(session, body, send, {}, not peek.batch, carried)
+
+    async def _session_not_found(self, session_id: str, send: Send) -> None:
+        """404 for a session id not kept (one kept but idle past the limit ends now)."""
+        expired = self.app.sessions.expired(session_id)
+        if expired is not None:
+            self.app.sessions.remove(session_id)
+            await expired.end()
+        await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
 
     async def _unsupported_version(self, version: str, send: Send) -> None:
         """400 for an ``MCP-Protocol-Version`` this endpoint does not serve."""

@@ -229,7 +229,6 @@ class Channel:
     __slots__ = (
         "_answered",
         "_cancelled",
-        "_done",
         "_done_event",
         "_error_codes",
         "_expected",
@@ -239,6 +238,7 @@ class Channel:
         "_send",
         "_terms",
         "carried",
+        "done",
         "follower",
         "gone",
         "mode",
@@ -276,7 +276,9 @@ class Channel:
         self._error_codes: list[int | None] = []
         #: ``"json"`` or ``"sse"`` once the response started; ``None`` before.
         self.mode: str | None = None
-        self._done = False
+        #: Whether the response has ended (the channel's to set; read by the POST's
+        #: task after each step).
+        self.done = False
         #: Made only when someone waits for the response to end.
         self._done_event: anyio.Event | None = None
         #: The client went away (writes failed): on a resumable stream the rest is still
@@ -300,14 +302,9 @@ class Channel:
         if not expected:
             await self._finish()
 
-    @property
-    def done(self) -> bool:
-        """Whether the response has ended."""
-        return self._done
-
     async def hold_open(self) -> None:
         """Wait until every request of the POST is answered (or the channel closed)."""
-        if self._done:
+        if self.done:
             return
         if self._done_event is None:
             self._done_event = anyio.Event()
@@ -317,7 +314,7 @@ class Channel:
         """End the response as it stands: the POST gave up, or (``ended``: why) the
         session ended, and each request still unanswered is answered with an error.
         A client that does not take it within the stall bound is left gone."""
-        if self._done:
+        if self.done:
             return
         with anyio.move_on_after(self._terms.stall) as bounded:
             async with self._lock:
@@ -328,7 +325,7 @@ class Channel:
     async def drop(self, request_id: RequestId) -> None:
         """The client cancelled one of the POST's requests: it is answered by nobody,
         and the response ends once the others are answered."""
-        if self._done:
+        if self.done:
             return
         async with self._lock:
             if self._cancelled is None:
@@ -354,7 +351,7 @@ class Channel:
 
     async def put(self, data: bytes) -> None:
         """Take one message of the server about this POST."""
-        if self._done:
+        if self.done:
             await self._after_done(data)
             return
         answers = answers_in(data)
@@ -394,7 +391,7 @@ class Channel:
         if (
             self.mode
             or self._held
-            or self._done
+            or self.done
             or self.gone
             or self._lock.held
             or self._expected is not None
@@ -403,7 +400,7 @@ class Channel:
             return
         # Done from here: what the session sends meanwhile goes elsewhere, as it would
         # once the response was sent.
-        self._done = True
+        self.done = True
         self.mode = "json"
         status = self.status
         if status is None:
@@ -427,7 +424,7 @@ class Channel:
     async def keepalive(self, comment: bytes) -> None:
         """Write a comment line on an open SSE stream (quiet long-lived streams)."""
         async with self._lock:
-            if self.mode == "sse" and not self._done and not self.gone:
+            if self.mode == "sse" and not self.done and not self.gone:
                 await self._write(comment)
 
     async def _elsewhere(self, data: bytes) -> None:
@@ -514,7 +511,7 @@ class Channel:
         return [i for i in expected if cancelled is None or i not in cancelled]
 
     async def _finish_locked(self, ended: str | None = None) -> None:
-        if self._done:
+        if self.done:
             return
         try:
             unanswered = self._unanswered()
@@ -547,7 +544,7 @@ class Channel:
         except OSError:
             self._went()
         finally:
-            self._done = True
+            self.done = True
             if self._done_event is not None:
                 self._done_event.set()
 
@@ -571,14 +568,18 @@ class Channel:
         await start_response(self._send, status, "application/json", self._headers, len(body))
         await self._send_json_body(body)
 
-    async def _send_json_body(self, body: bytes) -> None:
-        """Send a JSON answer's body. One over :data:`_BUFFERED` bytes may wait for
-        the client to read, so it is bounded by the stall bound; a smaller one goes to
-        the server's write buffer at once, and is sent without a timer."""
+    def _send_json_body(self, body: bytes) -> Awaitable[None]:
+        """What sends a JSON answer's body (to await). One over :data:`_BUFFERED` bytes
+        may wait for the client to read, so it is bounded by the stall bound; a smaller
+        one goes to the server's write buffer at once: the ASGI send itself, without a
+        timer or a coroutine of ours around it."""
         message = {"type": "http.response.body", "body": body}
         if len(body) <= _BUFFERED:
-            await self._send(message)
-        elif not await self._bounded(self._send, message):
+            return self._send(message)
+        return self._send_bounded(message)
+
+    async def _send_bounded(self, message: dict[str, Any]) -> None:
+        if not await self._bounded(self._send, message):
             self._went()
 
 

@@ -420,12 +420,12 @@ class _Connection:
         peer = self.peer
         assert peer is not None
         handling = peer.handling_of(event.request_id)
-        kept: dict[str, _Answer] = {}
+        kept: dict[str, _Answer] | None = None
         if session.model == "stateless":
             answers: dict[str, Any] | None = None
-            state = getattr(event.request.params, "request_state", UNSET)
-            if state is not UNSET:
-                answers, kept = self._answers(event, state)
+            request_state = getattr(event.request.params, "request_state", UNSET)
+            if request_state is not UNSET:
+                answers, kept = self._answers(event, request_state)
             ctx = RequestContext(
                 event,
                 peer,
@@ -446,7 +446,7 @@ class _Connection:
         except InputNeeded as need:
             questions = need.questions
             asked = {key: method for key, (method, _) in questions.items()}
-            state = InputState(answers=kept, asked=asked)
+            state = InputState(answers=kept or {}, asked=asked)
             return session.types.InputRequiredResult(
                 input_requests={key: request for key, (_, request) in questions.items()},
                 request_state=state.encode(self.server.state_key),

@@ -798,9 +798,11 @@ def plainly_mirrored(
     version = headers.get(MCP_PROTOCOL_VERSION)
     if method is None or version is None or method != probe.method:
         return False
-    if version != probe.meta_version or len(method) + len(version) > _QUICK_LENGTH:
-        return False
-    if not _plain_pair(method, version):
+    if (
+        version != probe.meta_version
+        or len(method) + len(version) > _QUICK_LENGTH
+        or not _plain_pair(method, version)
+    ):
         return False
     member = NAMED_METHODS.get(method)
     if member is None:

@@ -420,27 +420,18 @@ class _Connection:
         peer = self.peer
         assert peer is not None
         handling = peer.handling_of(event.request_id)
+        answers: dict[str, Any] | None = None
         kept: dict[str, _Answer] | None = None
         if session.model == "stateless":
-            answers: dict[str, Any] | None = None
+            capabilities, info = event.client_capabilities, event.client_info
             request_state = getattr(event.request.params, "request_state", UNSET)
             if request_state is not UNSET:
                 answers, kept = self._answers(event, request_state)
-            ctx = RequestContext(
-                event,
-                peer,
-                handling,
-                event.client_capabilities,
-                event.client_info,
-                self.log_threshold,
-                answers,
-            )
         else:
             ready = peer.ready
             capabilities = ready.peer_capabilities if ready is not None else None
-            ctx = RequestContext(
-                event, peer, handling, capabilities, session.peer_info, self.log_threshold
-            )
+            info = session.peer_info
+        ctx = RequestContext(event, peer, handling, capabilities, info, self.log_threshold, answers)
         try:
             result = await fn(event.request, ctx)
         except InputNeeded as need:

@@ -35,6 +35,8 @@ from typing import Any, Final
 
 import anyio
 
+from .pipes import current_task_of
+
 __all__ = ["CANCELLED", "Handling", "eager", "new_cancel_scope"]
 
 
@@ -75,17 +77,6 @@ def _scope_reader() -> Callable[[asyncio.Task[Any]], object] | None:
 
 _current_scope: Final = _scope_reader()
 
-
-def _task_reader() -> Callable[[asyncio.AbstractEventLoop], asyncio.Task[Any] | None]:
-    """``asyncio.current_task``, which before Python 3.12 is a Python function over a
-    dict by loop: that dict's ``get`` then (one Python frame less per request)."""
-    tasks = getattr(asyncio.tasks, "_current_tasks", None)
-    if sys.version_info < (3, 12) and isinstance(tasks, dict):
-        return tasks.get
-    return asyncio.current_task
-
-
-_current_task: Final = _task_reader()
 
 #: The class of anyio's cancel scopes on the asyncio loop last asked about (weakly).
 _scope_class: tuple[weakref.ref[asyncio.AbstractEventLoop], type[anyio.CancelScope]] | None = None
@@ -180,7 +171,7 @@ class Handling:
             with self.scope:
                 return await coro
             return CANCELLED
-        task = _current_task(loop)
+        task = current_task_of(loop)
         assert task is not None
         before = _current_scope(task)
         try:

@@ -71,7 +71,7 @@ from .errors import (
     ResponseViolation,
 )
 from .handling import CANCELLED, Handling
-from .pipes import running_asyncio_loop
+from .pipes import current_task_of, running_asyncio_loop
 from .transport import MessageStream
 
 __all__ = [
@@ -791,7 +791,7 @@ class Peer(Generic[S]):
             if self._handling.get(request_id) is handling:
                 del self._handling[request_id]
             if self._loop is not None and not hand_back:
-                task = asyncio.current_task()
+                task = current_task_of(self._loop)
                 if task is not None:
                     self._handler_tasks.discard(task)
             handled, self._handled = self._handled, None

@@ -91,6 +91,22 @@ async def test_on_wait_is_called_once_when_the_handler_first_waits(own_scope: bo
     assert calls == ["first step", "waiting"]
 
 
+async def test_on_wait_is_called_before_the_start_where_waits_cannot_be_seen() -> None:
+    # Off the eager path (another event loop: no loop given) a first wait goes unseen:
+    # the handler is taken to wait from the start, so what waiting needs is there.
+    calls: list[str] = []
+    handling = Handling(None)
+    handling.on_wait = lambda: calls.append("on_wait")
+
+    async def answers_at_once() -> str:
+        calls.append("first step")
+        return "answered"
+
+    assert await handling.run(answers_at_once()) == "answered"
+    assert calls == ["on_wait", "first step"]
+    assert handling.on_wait is None
+
+
 async def _wait_long(started: anyio.Event, own_scope: bool) -> None:
     """Say so, then wait 30 s: in a cancel scope of the handler's own (entered before
     its first wait: ours can no longer enclose it), or in none."""

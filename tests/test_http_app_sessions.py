@@ -12,6 +12,7 @@ ASGI spec asks of servers) or, with ``raise_on_closed=False``, vanish (uvicorn).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -348,6 +349,77 @@ async def test_a_response_is_never_diverted_to_the_standalone_stream() -> None:
         await server.notify_tools_changed()  # a marker: what was diverted comes first
         await standalone.wait_for(lambda e: len(e.messages()) >= 1)
         assert kinds(standalone.messages()) == ["notifications/tools/list_changed"]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_request_answered_at_once_opens_no_stream_and_one_that_waits_does() -> None:
+    # The POST's channel (and the session's record of it, which ending the session
+    # answers from) is made only once the handler waits: a handler that answers at
+    # once leaves nothing in the session, one that waits is known to it until it ends.
+    server, _ = build_server()
+    started, release = with_quiet_hold(server)
+    app = server.http_app()
+    async with app.running(), anyio.create_task_group() as tg:
+        headers = await open_session(tg, app)
+        session = app.sessions.get(headers["mcp-session-id"])
+        assert session is not None
+        made: list[Any] = []
+        original = session.open_channel
+
+        def spy(post: Any) -> Any:
+            made.append(channel := original(post))
+            return channel
+
+        session.open_channel = spy  # type: ignore[method-assign]
+        quick = await start(tg, app, "POST", headers, call("echo", 8, text="q")).done()
+        assert quick.status == 200 and quick.content_type == JSON_TYPE
+        assert quick.json()["result"]["content"][0]["text"] == "q"
+        assert made == [] and session.live == {}
+        post = start(tg, app, "POST", headers, call("quiet", 9))
+        with anyio.fail_after(GUARD):
+            await started.wait()
+        assert len(made) == 1 and list(session.live.values()) == made
+        release.set()
+        await post.done()
+        assert post.json()["result"]["content"][0]["text"] == "released"
+        assert session.live == {}
+        tg.cancel_scope.cancel()
+
+
+async def test_a_leftover_task_sends_on_the_standalone_stream_after_a_plain_answer() -> None:
+    # Answered as JSON without a channel, the POST is over: a notification its
+    # handler's leftover task sends later travels on the standalone stream.
+    server, _ = build_server()
+    later = anyio.Event()
+    sent = anyio.Event()
+    leftovers: set[Any] = set()
+
+    @server.tool()
+    async def leave_behind(ctx: RequestContext) -> str:
+        """Answer at once; a task of its own notifies later."""
+
+        async def notify_later() -> None:
+            await later.wait()
+            await ctx.log("info", "after the answer")
+            sent.set()
+
+        leftovers.add(asyncio.get_running_loop().create_task(notify_later()))
+        return "answered"
+
+    app = server.http_app()
+    async with app.running(), anyio.create_task_group() as tg:
+        headers = await open_session(tg, app)
+        standalone = start(tg, app, "GET", get_headers(headers))
+        await standalone.wait_for(lambda e: e.status is not None)
+        post = await start(tg, app, "POST", headers, call("leave_behind", 5)).done()
+        assert post.status == 200 and post.content_type == JSON_TYPE
+        assert post.json()["result"]["content"][0]["text"] == "answered"
+        later.set()
+        with anyio.fail_after(GUARD):
+            await sent.wait()
+        await standalone.wait_for(lambda e: len(e.messages()) >= 1)
+        assert kinds(standalone.messages()) == ["notifications/message"]
+        assert standalone.messages()[0]["params"]["data"] == "after the answer"
         tg.cancel_scope.cancel()
 
 

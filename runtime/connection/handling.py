@@ -131,8 +131,8 @@ class Handling:
         self._delivered = False
         #: The task was cancelled (``Task.cancel``) for it: taken back at the end.
         self._woke = False
-        #: Called when the handler first waits (on the eager path only: see
-        #: :func:`eager`), for what only a waiting handler needs.
+        #: Called when the handler first waits (before it starts, where that cannot
+        #: be seen: see :func:`eager`), for what only a waiting handler needs.
         self.on_wait: Callable[[], object] | None = None
 
     @property
@@ -168,6 +168,8 @@ class Handling:
         :data:`CANCELLED` when this request's cancellation ended it."""
         loop = self._loop
         if loop is None or _current_scope is None:
+            # Its first wait cannot be seen here: it is taken to wait from the start.
+            self._waiting()
             with self.scope:
                 return await coro
             return CANCELLED
@@ -178,15 +180,19 @@ class Handling:
             step = coro.send(None)
         except StopIteration as done:
             return done.value
-        on_wait = self.on_wait
-        if on_wait is not None:
-            self.on_wait = None
-            on_wait()
+        self._waiting()
         if _current_scope(task) is before:
             return await _in_scope(coro, step, self.scope)
         self._task = task
         self._base = _cancelling(task)
         return await _natively(coro, step, self)
+
+    def _waiting(self) -> None:
+        """The handler waits (or may, unseen): call :attr:`on_wait`, once."""
+        on_wait = self.on_wait
+        if on_wait is not None:
+            self.on_wait = None
+            on_wait()
 
 
 @types.coroutine

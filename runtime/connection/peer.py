@@ -530,21 +530,29 @@ class Peer(Generic[S]):
         return events
 
     async def feed_request(
-        self, data: bytes, handling: Handling | None = None
+        self,
+        data: bytes,
+        handling: Handling | None = None,
+        *,
+        on_wait: Callable[[], object] | None = None,
     ) -> tuple[list[Event], HandedBack | None]:
         """:meth:`feed` with ``inline`` of a body that holds one request, whose answer is
         handed back instead of written when it is the next write: nothing is being
         written then and the handler (``handling``) was not cancelled. The caller must
         then write those bytes (where the stream would) before it waits for anything,
-        so that the writes keep the session's order. Returns the session's events and
-        the answer (``None`` when it was written, or there is none); any other body is
-        fed as :meth:`feed` feeds it."""
+        so that the writes keep the session's order. ``on_wait`` becomes the handler's
+        :attr:`~.handling.Handling.on_wait` (unless ``handling`` is given). Returns the
+        session's events and the answer (``None`` when it was written, or there is
+        none); any other body is fed as :meth:`feed` feeds it."""
         try:
             events = self.session.receive(data)
         except Exception:  # a bug in the session: keep the connection
             logger.exception("the session failed to read a message")
             return [], None
         request = events[-1] if events else None
+        if handling is None and on_wait is not None:
+            handling = Handling(self._loop)
+            handling.on_wait = on_wait
         # One request, after the SessionReady of a 2026-07-28 request at most.
         if not isinstance(request, RequestReceived) or (
             len(events) > 1 and (len(events) > 2 or not isinstance(events[0], SessionReady))

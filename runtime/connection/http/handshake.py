@@ -29,7 +29,7 @@ from ..changes import ChangeFeed
 from ..errors import RequestError
 from ..peer import HandedBack, Peer
 from .asgi import Send, respond, start_response
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, is_request
+from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post, is_request
 from .security import Refusal, check_accept
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -153,23 +153,22 @@ class HandshakeEndpoint:
             methods.append("DELETE")
         return ", ".join(methods)
 
-    def _channel(
+    def _post(
         self,
         send: Send,
         session: HandshakeSession | None,
         headers: dict[str, str],
         carried: RequestId | None = None,
-    ) -> Channel:
+    ) -> Post:
         if session is None:
-            return Channel(send, self._sessionless, "", headers, carried)
+            return Post(send, self._sessionless, headers, carried)
         terms = session.channel_terms
         if terms is None:
             terms = self._terms_of(session)
             # Kept once the revision is known: it decides the priming event.
             if session.revision is not None:
                 session.channel_terms = terms
-        # Unique within the session is enough: a stream's events go to its own client.
-        return Channel(send, terms, session.next_stream_id(), headers, carried)
+        return Post(send, terms, headers, carried, session.open_channel)
 
     def _terms_of(self, session: HandshakeSession | None) -> ChannelTerms:
         """How the POSTs of ``session`` (``None``: of a server without sessions) are
@@ -205,18 +204,20 @@ class HandshakeEndpoint:
         the session is kept; a session not kept ends once the response is over."""
         peer = session.peer
         assert peer is not None
-        channel = self._channel(send, session, headers, carried)
-        session.live[channel.stream_id] = channel
+        post = self._post(send, session, headers, carried)
         owners = session.stream.owners
-        token = ROUTE.set((session.stream, channel))
+        token = ROUTE.set((session.stream, post))
         answer = None
         members: list[RequestId] | tuple[()] = ()
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
             if inline:
-                events, answer = await peer.feed_request(body)
+                # A handler that waits may be cancelled, or outlived by the session:
+                # its POST's stream is open (and known to the session) from then on.
+                events, answer = await peer.feed_request(body, on_wait=post.open)
             else:
+                channel = post.open()
                 events = await peer.feed(body)
                 # The batch's reply goes to this POST whichever task flushes it.
                 members = [e.request_id for e in events if isinstance(e, RequestReceived)]
@@ -229,27 +230,30 @@ class HandshakeEndpoint:
             if admit is not None:
                 admitted = await admit(answer)
             if answer is not None:
-                await channel.answer(*answer)
+                await post.answer(*answer)
             if owners:
                 await _cancel_members(owners, events)
-            if not channel.done:
+            if not post.done:
+                channel = post.open()
                 await settle(channel, events)
-            if not inline:
-                # Until its requests are answered; a session that ends closes it.
-                await channel.hold_open()
+                if not inline:
+                    # Until its requests are answered; a session that ends closes it.
+                    await channel.hold_open()
             # Else the handler is over: answered, or cancelled (then the channel
             # answers the POST with a stream that ends at once).
         finally:
-            session.live.pop(channel.stream_id, None)
-            for request_id in members:
-                if owners.get(request_id) is channel:
-                    del owners[request_id]
+            opened = post.channel
+            if opened is not None:
+                session.live.pop(opened.stream_id, None)
+                for request_id in members:
+                    if owners.get(request_id) is opened:
+                        del owners[request_id]
             # Idle time counts from the end of the session's last POST.
             session.last_active = time.monotonic()
-            if not channel.done or (admit is not None and not admitted):
+            if not post.done or (admit is not None and not admitted):
                 with anyio.CancelScope(shield=True):
-                    if not channel.done:
-                        await channel.close()
+                    if not post.done:
+                        await post.open().close()
                     if admit is not None and not admitted:
                         await session.end()
 
@@ -337,11 +341,11 @@ class HandshakeEndpoint:
         if peek.method != "initialize":
             revision = version or "2025-03-26"
             _prime(sans_io, revision, initialized=peek.method != "notifications/initialized")
-        channel = self._channel(send, None, {})
+        post = self._post(send, None, {})
         connection = _Connection(server, sans_io)
         peer: Peer[Any] = Peer(
             sans_io,
-            ChannelStream(channel),
+            ChannelStream(post),
             request_handler=connection.dispatch,
             notification_handler=connection.on_notification,
         )
@@ -349,12 +353,13 @@ class HandshakeEndpoint:
         try:
             events, answer = await peer.feed_request(body)
             if answer is not None:
-                await channel.answer(*answer)
-            if not channel.done:
-                await settle(channel, events)
+                await post.answer(*answer)
+            if not post.done:
+                await settle(post.open(), events)
         finally:
-            with anyio.CancelScope(shield=True):
-                await channel.close()
+            if not post.done:
+                with anyio.CancelScope(shield=True):
+                    await post.open().close()
 
     def _session_of(
         self, headers: dict[str, str]

@@ -8,15 +8,22 @@ no request go to the session's standalone ``GET`` stream.
 
 The theory of operation: the app feeds a POST's body to the connection's
 :class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST:
-the session's stream and the POST's :class:`Channel`. A context variable set in a task
+the session's stream and the POST's :class:`Post`. A context variable set in a task
 is copied into every task that task starts, so the handlers of the POST's requests, and
 everything they send, see the same route; the :class:`SessionStream` the peer writes to
-reads it on every ``send``, and takes its channel when it is its own session's. A
-connection that carries one POST at a time (:class:`ChannelStream`) holds that POST's
-channel itself, and, when it is reused from POST to POST, takes messages only from
-senders that :data:`ROUTE` says are the POST's.
+reads it on every ``send``, and takes its POST's channel when it is its own session's. A
+connection that carries one POST at a time (:class:`ChannelStream`) holds that POST
+itself, and, when it is reused from POST to POST, takes messages only from senders
+that :data:`ROUTE` says are the POST's.
 Nothing is parsed to route a message but the two members that tell a response from the
 rest (``id``, ``method``).
+
+Most POSTs carry one request whose handler answers at once, sending nothing else and
+never waiting: the answer is the whole response, written as JSON by the POST's
+:class:`Post` itself. The POST's :class:`Channel`, with what it takes to carry more
+(a stream, a lock, the session's record of open streams), is made only when more
+comes: a message sent while the request runs, the handler's first wait, a body that
+is no single request.
 
 A :class:`Channel` answers its POST lazily, without a task of its own: the first
 message decides. A response that completes the POST is sent as ``application/json``;
@@ -50,6 +57,7 @@ __all__ = [
     "ChannelStream",
     "ChannelTerms",
     "Divert",
+    "Post",
     "SessionStream",
     "answers_in",
     "is_request",
@@ -57,11 +65,11 @@ __all__ = [
 
 logger = logging.getLogger("mcpspec.http")
 
-#: The POST whose messages the current task sends: the session's stream and the POST's
-#: channel (``None``: the standalone stream). A stream takes the channel only when it
+#: The POST whose messages the current task sends: the session's stream and the POST
+#: (``None``: the standalone stream). A stream takes the POST's channel only when it
 #: is its own: a handler may send on another session's stream (a change announced to
 #: every client), and that message leaves on the other session's standalone stream.
-ROUTE: contextvars.ContextVar[tuple[SessionStream, Channel] | None] = contextvars.ContextVar(
+ROUTE: contextvars.ContextVar[tuple[SessionStream, Post] | None] = contextvars.ContextVar(
     "mcpspec_http_route", default=None
 )
 
@@ -407,16 +415,9 @@ class Channel:
             self._error_codes.append(error_code)
             status_of = self._terms.status_of
             status = status_of(self._error_codes) if status_of is not None else 200
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
-        if self._headers:
-            headers.extend(
-                (k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers.items()
-            )
         try:
-            await self._send({"type": "http.response.start", "status": status, "headers": headers})
-            await self._send_json_body(data)
-        except OSError:
-            self._went()
+            if not await write_json(self._send, status, self._headers, data, self._terms.stall):
+                self._went()
         finally:
             if self._done_event is not None:
                 self._done_event.set()
@@ -565,22 +566,114 @@ class Channel:
         if status is None:
             status_of = self._terms.status_of
             status = status_of(self._error_codes) if status_of is not None else 200
-        await start_response(self._send, status, "application/json", self._headers, len(body))
-        await self._send_json_body(body)
-
-    def _send_json_body(self, body: bytes) -> Awaitable[None]:
-        """What sends a JSON answer's body (to await). One over :data:`_BUFFERED` bytes
-        may wait for the client to read, so it is bounded by the stall bound; a smaller
-        one goes to the server's write buffer at once: the ASGI send itself, without a
-        timer or a coroutine of ours around it."""
-        message = {"type": "http.response.body", "body": body}
-        if len(body) <= _BUFFERED:
-            return self._send(message)
-        return self._send_bounded(message)
-
-    async def _send_bounded(self, message: dict[str, Any]) -> None:
-        if not await self._bounded(self._send, message):
+        if not await write_json(self._send, status, self._headers, body, self._terms.stall):
             self._went()
+
+
+async def write_json(
+    send: Send, status: int, headers: dict[str, str], body: bytes, stall: float | None
+) -> bool:
+    """Write a whole ``application/json`` response (``headers``: the caller's extra
+    ones); ``False`` when the client is gone. A body over :data:`_BUFFERED` bytes may
+    wait for the client to read, so it is bounded by ``stall`` seconds; a smaller one
+    goes to the server's write buffer at once, without a timer."""
+    fields = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if headers:
+        fields.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+    message = {"type": "http.response.body", "body": body}
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": fields})
+        if len(body) <= _BUFFERED:
+            await send(message)
+        else:
+            with anyio.fail_after(stall):
+                await send(message)
+    except (OSError, TimeoutError):
+        return False
+    return True
+
+
+#: Makes the :class:`Channel` of a :class:`Post` (and notes it where its session keeps
+#: the POSTs' open streams).
+Opener = Callable[["Post"], Channel]
+
+
+class Post:
+    """One POST, as :data:`ROUTE` names it: its ASGI ``send``, how it may answer
+    (``terms``, ``headers``, ``carried``: as :class:`Channel` takes them), and its
+    :class:`Channel` once one is made (:meth:`open`; ``opener`` makes it, else a plain
+    one). ``on_gone`` is handed to the channel. A POST whose only request is answered
+    before anything else happened needs no channel: :meth:`answer` writes the answer
+    as the whole JSON response.
+    """
+
+    __slots__ = (
+        "_answered",
+        "_opener",
+        "carried",
+        "channel",
+        "headers",
+        "on_gone",
+        "send",
+        "terms",
+    )
+
+    def __init__(
+        self,
+        send: Send,
+        terms: ChannelTerms,
+        headers: dict[str, str] | None = None,
+        carried: RequestId | None = None,
+        opener: Opener | None = None,
+    ) -> None:
+        self.send = send
+        self.terms = terms
+        self.headers = headers if headers is not None else {}
+        self.carried = carried
+        self._opener = opener
+        #: The POST's channel, once made.
+        self.channel: Channel | None = None
+        #: Called once when the client is found gone (set before the channel is made).
+        self.on_gone: Callable[[], object] | None = None
+        #: Answered by :meth:`answer` without a channel.
+        self._answered = False
+
+    def open(self) -> Channel:
+        """The POST's channel, made now if it was not yet."""
+        channel = self.channel
+        if channel is None:
+            opener = self._opener
+            if opener is None or self._answered:
+                channel = Channel(self.send, self.terms, "", self.headers, self.carried)
+            else:
+                channel = opener(self)
+            if self._answered:
+                # For what the handler's leftover tasks send: a response that ended.
+                channel.mode = "json"
+                channel.done = True
+            channel.on_gone = self.on_gone
+            self.channel = channel
+        return channel
+
+    async def answer(self, data: bytes, error_code: int | None) -> None:
+        """Take the answer to the POST's only request, handed back by its peer (see
+        :meth:`Channel.answer`): with no channel made, nothing came before it, and it
+        is the whole response."""
+        channel = self.channel
+        if channel is not None:
+            await channel.answer(data, error_code)
+            return
+        terms = self.terms
+        status_of = terms.status_of
+        status = status_of([error_code]) if status_of is not None else 200
+        self._answered = True
+        await write_json(self.send, status, self.headers, data, terms.stall)
+
+    @property
+    def done(self) -> bool:
+        """Whether the POST's response has ended."""
+        channel = self.channel
+        return self._answered or (channel is not None and channel.done)
 
 
 class SessionStream:
@@ -605,10 +698,11 @@ class SessionStream:
     async def send(self, data: bytes) -> None:
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP session ended")
-        route = ROUTE.get()
-        channel = route[1] if route is not None and route[0] is self else None
-        if self.owners:
-            channel = self._owner(data) or channel
+        channel = self._owner(data) if self.owners else None
+        if channel is None:
+            route = ROUTE.get()
+            if route is not None and route[0] is self:
+                channel = route[1].open()
         if channel is not None:
             await channel.put(data)
         else:
@@ -645,21 +739,21 @@ class ChannelStream(SessionStream):
     the response of whichever request, of whichever client, has it by then.
     """
 
-    def __init__(self, channel: Channel | None, *, guarded: bool = False) -> None:
+    def __init__(self, post: Post | None, *, guarded: bool = False) -> None:
         super().__init__(_no_standalone)
         #: The POST whose messages it carries now (``None`` between POSTs).
-        self.channel = channel
+        self.post = post
         self._guarded = guarded
 
     async def send(self, data: bytes) -> None:
-        channel = self.channel
-        if self.closed or channel is None:
+        post = self.post
+        if self.closed or post is None:
             raise ConnectionClosed("the request ended")
         if self._guarded:
             route = ROUTE.get()
-            if route is None or route[1] is not channel:
+            if route is None or route[1] is not post:
                 raise ConnectionClosed("the request ended")
-        await channel.put(data)
+        await post.open().put(data)
 
 
 async def _no_standalone(data: bytes) -> None:

@@ -25,7 +25,7 @@ import anyio
 
 from ..peer import Peer
 from .events import EventStore
-from .routing import ChannelTerms, SessionStream
+from .routing import Channel, ChannelTerms, Post, SessionStream
 from .sse import encode_event
 
 __all__ = ["HandshakeSession", "SessionTable", "new_id"]
@@ -65,8 +65,8 @@ class HandshakeSession:
         self.ended = anyio.Event()
         #: Set as the session starts to end: its GET stream ends rather than wait.
         self.closing = False
-        #: SSE streams of POSTs still open (for a GET resuming one), by stream id.
-        self.live: dict[str, Any] = {}
+        #: The channels of POSTs still open (for a GET resuming one), by stream id.
+        self.live: dict[str, Channel] = {}
         #: How its POSTs are answered (the endpoint's, kept once the revision is known).
         self.channel_terms: ChannelTerms | None = None
 
@@ -82,6 +82,14 @@ class HandshakeSession:
         """A new SSE stream's id in this session (``0`` is the standalone stream)."""
         self._streams += 1
         return str(self._streams)
+
+    def open_channel(self, post: Post) -> Channel:
+        """The channel of one of the session's POSTs (an :data:`~.routing.Opener`),
+        noted among its open streams until the POST ends."""
+        # Unique within the session is enough: a stream's events go to its own client.
+        channel = Channel(post.send, post.terms, self.next_stream_id(), post.headers, post.carried)
+        self.live[channel.stream_id] = channel
+        return channel
 
     @property
     def revision(self) -> str | None:

@@ -32,7 +32,7 @@ from ..handling import Handling, eager
 from ..peer import Peer
 from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms
+from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -166,14 +166,14 @@ class StatelessEndpoint:
         listen = peek.method == "subscriptions/listen"
         # The answer to a listen request is an SSE stream whatever json_response says:
         # its first message is the acknowledgement, long before the response.
-        channel = Channel(send, self._terms[listen, refused])
+        post = Post(send, self._terms[listen, refused])
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
             pooled = _StatelessConnection(self.app, pooled=False)
         else:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
-        pooled.stream.channel = channel
+        pooled.stream.post = post
         peer = pooled.peer
         feed: ChangeFeed | None = None
         if listen:
@@ -183,7 +183,7 @@ class StatelessEndpoint:
             server._connections.add(pooled.connection)
         events: list[Any] = []
         listening: anyio.CancelScope | None = None
-        token = ROUTE.set((pooled.stream, channel))
+        token = ROUTE.set((pooled.stream, post))
         try:
             loop = running_asyncio_loop()
             if not is_request:
@@ -192,17 +192,18 @@ class StatelessEndpoint:
                 # The client closing the connection cancels the request.
                 handling = Handling(loop)
                 # A client that stopped reading: cancelled.
-                channel.on_gone = handling.cancel
+                post.on_gone = handling.cancel
                 watch = _Watch(loop, receive, handling)
                 try:
                     events, answer = await peer.feed_request(body, handling)
                 finally:
                     watch.stop()
                 if answer is not None:
-                    await channel.answer(*answer)
-                    if channel.done:
+                    await post.answer(*answer)
+                    if post.done:
                         return
             else:
+                channel = post.open()
                 async with anyio.create_task_group() as task_group:
                     channel.on_gone = task_group.cancel_scope.cancel
                     task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
@@ -215,7 +216,7 @@ class StatelessEndpoint:
                     task_group.cancel_scope.cancel()
                 if feed is not None and feed.dropped:
                     return  # the client stopped reading: its stream ends below
-            await settle(channel, events)
+            await settle(post.open(), events)
         finally:
             ROUTE.reset(token)
             if listen:
@@ -223,14 +224,14 @@ class StatelessEndpoint:
                 if listening is not None:
                     self._listeners.pop(listening, None)
             else:
-                pooled.stream.channel = None
+                pooled.stream.post = None
                 if pooled.clean() and len(self._idle) < _POOL_SIZE:
                     self._idle.append(pooled)
-            if not channel.done:
+            if not post.done:
                 # A listener's client may have stopped reading: its stream gets a
                 # moment to end, and is left as it is after that.
                 with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
-                    await channel.close()
+                    await post.open().close()
 
     def _listening(self, scope: anyio.CancelScope) -> None:
         """A ``subscriptions/listen`` request (in ``scope``) opened its stream: past

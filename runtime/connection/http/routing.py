@@ -410,14 +410,9 @@ class Channel:
         # once the response was sent.
         self.done = True
         self.mode = "json"
-        status = self.status
-        if status is None:
-            self._error_codes.append(error_code)
-            status_of = self._terms.status_of
-            status = status_of(self._error_codes) if status_of is not None else 200
+        self._error_codes.append(error_code)
         try:
-            if not await write_json(self._send, status, self._headers, data, self._terms.stall):
-                self._went()
+            await self._write_json(data)
         finally:
             if self._done_event is not None:
                 self._done_event.set()
@@ -561,7 +556,11 @@ class Channel:
             await start_response(self._send, 202, None, self._headers, 0)
             await self._send({"type": "http.response.body", "body": b""})
             return
-        body = held[0] if len(held) == 1 else b"[" + b",".join(held) + b"]"
+        await self._write_json(held[0] if len(held) == 1 else b"[" + b",".join(held) + b"]")
+
+    async def _write_json(self, body: bytes) -> None:
+        """Write ``body`` as the whole JSON response: with the status the app set, else
+        the one the terms pick from the error codes of the responses taken."""
         status = self.status
         if status is None:
             status_of = self._terms.status_of

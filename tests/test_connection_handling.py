@@ -4,13 +4,14 @@ scope entered only once it waits; cancelled the same way whichever way it ran.""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 import anyio
 import pytest
 
 from mcpspec.runtime.connection import handling as handling_module
-from mcpspec.runtime.connection.handling import CANCELLED, Handling, eager
+from mcpspec.runtime.connection.handling import CANCELLED, WAITING, Handling, eager
 
 pytestmark = pytest.mark.anyio
 
@@ -105,6 +106,68 @@ async def test_on_wait_is_called_before_the_start_where_waits_cannot_be_seen() -
     assert await handling.run(answers_at_once()) == "answered"
     assert calls == ["on_wait", "first step"]
     assert handling.on_wait is None
+
+
+async def test_start_runs_the_first_step_and_finish_the_rest() -> None:
+    calls: list[str] = []
+    quick = _handling()
+
+    async def answers_at_once() -> str:
+        return "answered"
+
+    assert quick.start(answers_at_once()) == "answered"
+
+    waiting = _handling()
+    waiting.on_wait = lambda: calls.append("on_wait")
+
+    async def waits() -> str:
+        calls.append("first step")
+        await anyio.sleep(0)
+        calls.append("rest")
+        return "answered"
+
+    handler = waits()
+    assert waiting.start(handler) is WAITING
+    assert calls == ["first step"]  # on_wait comes with finish
+    rest = waiting.finish()
+    assert calls == ["first step", "on_wait"]
+    # Only what finish returned holds the handler now (its frame may refer back).
+    held = weakref.ref(handler)
+    del handler
+    assert held() is not None
+    assert await rest == "answered"
+    del rest
+    assert held() is None
+    assert calls == ["first step", "on_wait", "rest"]
+
+
+async def test_start_runs_nothing_where_waits_cannot_be_seen() -> None:
+    calls: list[str] = []
+    handling = Handling(None)
+
+    async def answers_at_once() -> str:
+        calls.append("first step")
+        return "answered"
+
+    assert handling.start(answers_at_once()) is WAITING
+    assert calls == []
+    assert await handling.finish() == "answered"
+    assert calls == ["first step"]
+
+
+@pytest.mark.parametrize("when", ["first-step", "waited"])
+async def test_start_and_finish_raise_what_the_handler_raised(when: str) -> None:
+    handling = _handling()
+
+    async def handler() -> str:
+        if when == "waited":
+            await anyio.sleep(0)
+        raise LookupError("the handler failed")
+
+    with pytest.raises(LookupError, match="the handler failed"):
+        if handling.start(handler()) is WAITING:
+            assert when == "waited"
+            await handling.finish()
 
 
 async def _wait_long(started: anyio.Event, own_scope: bool) -> None:

@@ -4,7 +4,7 @@ closing under requests in flight."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -276,11 +276,12 @@ async def test_open_raises_connection_closed_when_the_stream_ends_first() -> Non
 
 
 @asynccontextmanager
-async def stateless_server_peer() -> AsyncIterator[
-    tuple[Peer[ServerSession], ClientSession, MemoryMessageStream]
-]:
-    """A 2026-07-28 server peer whose handler answers every request at once, the client
-    session that writes its requests, and the client's end of the stream."""
+async def stateless_server_peer(
+    handler: Callable[[RequestReceived], Awaitable[Any]] | None = None,
+) -> AsyncIterator[tuple[Peer[ServerSession], ClientSession, MemoryMessageStream]]:
+    """A 2026-07-28 server peer whose handler (by default) answers every request at
+    once, the client session that writes its requests, and the client's end of the
+    stream."""
 
     async def answer(event: RequestReceived) -> Any:
         return session.types.CallToolResult(content=[])
@@ -288,7 +289,7 @@ async def stateless_server_peer() -> AsyncIterator[
     session = ServerSession(capabilities={"tools": {}})
     server_end, client_end = memory_pair()
     with anyio.fail_after(HANG_GUARD):
-        async with Peer(session, server_end, request_handler=answer) as peer:
+        async with Peer(session, server_end, request_handler=handler or answer) as peer:
             yield peer, ClientSession(mode="2026-07-28"), client_end
 
 
@@ -309,6 +310,87 @@ async def test_feed_request_hands_back_an_answer_that_is_the_next_write() -> Non
         [event] = client.receive(answer.data)  # the caller writes it: nothing else did
         assert type(event).__name__ == "ResponseReceived"
         assert client.outstanding == frozenset()
+
+
+def _empty_result() -> Any:
+    return ClientSession(mode="2026-07-28").types.CallToolResult(content=[])
+
+
+@pytest.mark.parametrize("when", ["first-step", "after-a-wait"])
+@pytest.mark.parametrize(
+    ("raised", "code", "data"),
+    [
+        (RequestError.method_not_found("tools/call"), -32601, {"method": "tools/call"}),
+        (LookupError("a secret"), -32603, {"exception": "LookupError"}),
+    ],
+    ids=["request-error", "bug"],
+)
+async def test_feed_request_hands_back_the_error_a_handler_raises(
+    when: str, raised: Exception, code: int, data: Any
+) -> None:
+    async def handler(event: RequestReceived) -> Any:
+        if when == "after-a-wait":
+            await anyio.sleep(0)
+        raise raised
+
+    async with stateless_server_peer(handler) as (peer, client, _):
+        _, answer = await peer.feed_request(_tool_call(client))
+        assert answer is not None and answer.error_code == code
+        error = msgspec.json.decode(answer.data)["error"]
+        assert error["code"] == code and error.get("data") == data
+        assert peer.handling == 0  # the handler is no longer tracked
+
+
+class _Ready:
+    """An awaitable that is no coroutine, ready with ``value``."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.value
+        yield  # a generator: awaiting it returns at once
+
+
+async def test_feed_request_takes_a_handler_returning_any_awaitable() -> None:
+    def handler(event: RequestReceived) -> Awaitable[Any]:
+        return _Ready(_empty_result())  # awaited by a coroutine of the peer's
+
+    async with stateless_server_peer(handler) as (peer, client, _):
+        _, answer = await peer.feed_request(_tool_call(client))
+        assert answer is not None and answer.error_code is None
+        assert msgspec.json.decode(answer.data)["result"]["content"] == []
+
+
+async def test_feed_request_hands_back_nothing_for_a_request_cancelled_while_it_waits() -> None:
+    started = anyio.Event()
+    reached: list[str] = []
+
+    async def handler(event: RequestReceived) -> Any:
+        started.set()
+        await anyio.sleep(30)
+        reached.append("after the wait")
+        return _empty_result()
+
+    async with stateless_server_peer(handler) as (peer, client, client_end):
+        data = _tool_call(client)
+        outcome: list[Any] = []
+
+        async def feed() -> None:
+            outcome.append(await peer.feed_request(data))
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(feed)
+            await started.wait()
+            handling = peer.handling_of(msgspec.json.decode(data)["id"])
+            assert handling is not None
+            handling.cancel()
+        [(_, answer)] = outcome
+        assert answer is None and reached == []
+        assert peer.handling == 0
+        with anyio.move_on_after(0.05) as nothing_written:
+            await client_end.receive()
+        assert nothing_written.cancel_called
 
 
 async def test_feed_request_writes_the_answer_itself_while_another_write_is_under_way() -> None:

@@ -30,14 +30,14 @@ import asyncio
 import sys
 import types
 import weakref
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Final
 
 import anyio
 
 from .pipes import current_task_of
 
-__all__ = ["CANCELLED", "Handling", "eager", "new_cancel_scope"]
+__all__ = ["CANCELLED", "WAITING", "Handling", "eager", "new_cancel_scope"]
 
 
 class _Cancelled:
@@ -51,6 +51,24 @@ class _Cancelled:
 
 #: A handler's outcome when its request was cancelled (there is no answer to send).
 CANCELLED: Final = _Cancelled()
+
+
+class _Waiting:
+    """What :meth:`Handling.start` returns for a handler that did not end in its first
+    step."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "WAITING"
+
+
+#: :meth:`Handling.start`'s outcome for a handler that waits: :meth:`Handling.finish`
+#: runs the rest.
+WAITING: Final = _Waiting()
+
+#: The step of a handler not started yet.
+_UNSTARTED: Final = object()
 
 
 def _scope_reader() -> Callable[[asyncio.Task[Any]], object] | None:
@@ -109,10 +127,13 @@ class Handling:
 
     __slots__ = (
         "_base",
+        "_before",
         "_cancelled",
+        "_coro",
         "_delivered",
         "_loop",
         "_scope",
+        "_step",
         "_task",
         "_woke",
         "on_wait",
@@ -134,6 +155,12 @@ class Handling:
         #: Called when the handler first waits (before it starts, where that cannot
         #: be seen: see :func:`eager`), for what only a waiting handler needs.
         self.on_wait: Callable[[], object] | None = None
+        #: Between :meth:`start` and :meth:`finish`: the handler, the wait of its first
+        #: step (:data:`_UNSTARTED`: not started), and the task's anyio cancel scope
+        #: when that step began.
+        self._coro: Coroutine[Any, Any, Any] | None = None
+        self._step: Any = None
+        self._before: object = None
 
     @property
     def scope(self) -> anyio.CancelScope:
@@ -166,13 +193,20 @@ class Handling:
     async def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run the handler ``coro`` as the module's docstring says; its result, or
         :data:`CANCELLED` when this request's cancellation ended it."""
+        outcome = self.start(coro)
+        if outcome is WAITING:
+            return await self.finish()
+        return outcome
+
+    def start(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run the first step of the handler ``coro``, outside its scope (see the
+        module's docstring): its result when it ended there (what it raised is raised),
+        else :data:`WAITING`, and :meth:`finish` must then be awaited. Where the first
+        wait cannot be seen, nothing runs: it is taken to wait from the start."""
         loop = self._loop
         if loop is None or _current_scope is None:
-            # Its first wait cannot be seen here: it is taken to wait from the start.
-            self._waiting()
-            with self.scope:
-                return await coro
-            return CANCELLED
+            self._coro, self._step = coro, _UNSTARTED
+            return WAITING
         task = current_task_of(loop)
         assert task is not None
         before = _current_scope(task)
@@ -180,12 +214,32 @@ class Handling:
             step = coro.send(None)
         except StopIteration as done:
             return done.value
+        self._coro, self._step, self._before = coro, step, before
+        return WAITING
+
+    def finish(self) -> Awaitable[Any]:
+        """The rest of the handler :meth:`start` left waiting, to await in the task
+        that started it: its result, or :data:`CANCELLED`."""
+        coro, step, before = self._coro, self._step, self._before
+        assert coro is not None
+        # Held only by what is returned from here: the handler's frame may refer to
+        # this handling (its context does).
+        self._coro = self._step = self._before = None
         self._waiting()
+        if step is _UNSTARTED:
+            return self._scoped(coro)
+        task = current_task_of(self._loop)  # type: ignore[arg-type]
+        assert task is not None and _current_scope is not None
         if _current_scope(task) is before:
-            return await _in_scope(coro, step, self.scope)
+            return _in_scope(coro, step, self.scope)
         self._task = task
         self._base = _cancelling(task)
-        return await _natively(coro, step, self)
+        return _natively(coro, step, self)
+
+    async def _scoped(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        with self.scope:
+            return await coro
+        return CANCELLED
 
     def _waiting(self) -> None:
         """The handler waits (or may, unseen): call :attr:`on_wait`, once."""

@@ -33,7 +33,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import anyio
@@ -70,7 +71,7 @@ from .errors import (
     RequestTimeout,
     ResponseViolation,
 )
-from .handling import CANCELLED, Handling
+from .handling import CANCELLED, WAITING, Handling
 from .pipes import current_task_of, running_asyncio_loop
 from .transport import MessageStream
 
@@ -561,8 +562,30 @@ class Peer(Generic[S]):
             return events, None
         if len(events) > 1:
             await self._on_event(events[0])
-        handling = self._track(request.request_id, handling)
-        return events, await self._handle(request, handling, hand_back=True)
+        request_id = request.request_id
+        handling = self._track(request_id, handling)
+        try:
+            # The handler's first step runs here, without a coroutine around it: most
+            # answer in it (see Handling.start).
+            answer: ResultResponse | ErrorResponse | None = None
+            try:
+                outcome = handling.start(self._handler_of(request))
+                if outcome is WAITING:
+                    outcome = await handling.finish()
+                if outcome is not CANCELLED:
+                    answer = ResultResponse(id=request_id, result=outcome)
+                elif self._abandoning and request_id in self.session.unanswered:
+                    # Cancelled as the connection ends: the peer hears why.
+                    answer = _abandoned(request_id)
+            except Exception as exc:
+                answer = self._failure_answer(request, exc)
+            if answer is not None:
+                if not (self._closed or handling.cancel_called or self._write_lock.locked()):
+                    return events, self._encode_answer(request, answer)
+                await self._send_answer(request, answer)
+            return events, None
+        finally:
+            self._handled_one(request_id, handling)
 
     async def _take_events(self, events: list[Event], handling: Handling | None) -> None:
         """Act on the events of a message fed with ``inline``."""
@@ -776,18 +799,12 @@ class Peer(Generic[S]):
         task = loop.create_task(self._handle(event, handling))
         self._handler_tasks.add(task)
 
-    async def _handle(
-        self, event: RequestReceived, handling: Handling, *, hand_back: bool = False
-    ) -> HandedBack | None:
-        """Answer one of the peer's requests as ``handling`` runs it; with ``hand_back``,
-        return the answer instead of writing it when it is the next write (see
-        :meth:`feed_request`)."""
+    async def _handle(self, event: RequestReceived, handling: Handling) -> None:
+        """Answer one of the peer's requests as ``handling`` runs it."""
         request_id = event.request_id
         try:
-            outcome = await handling.run(self._respond(event, handling, hand_back))
-            if outcome is not CANCELLED and outcome is not None:
-                return outcome  # type: ignore[no-any-return]
-            if self._abandoning and request_id in self.session.unanswered:
+            outcome = await handling.run(self._respond(event))
+            if outcome is CANCELLED and self._abandoning and request_id in self.session.unanswered:
                 # Cancelled as the connection ends: the peer hears why, and the other
                 # answers of its batch are no longer held for this one.
                 await self._send_answer(event, _abandoned(request_id))
@@ -796,16 +813,19 @@ class Peer(Generic[S]):
                 raise
             self._fail_from_handler(exc)
         finally:
-            if self._handling.get(request_id) is handling:
-                del self._handling[request_id]
-            if self._loop is not None and not hand_back:
+            self._handled_one(request_id, handling)
+            if self._loop is not None:
                 task = current_task_of(self._loop)
                 if task is not None:
                     self._handler_tasks.discard(task)
-            handled, self._handled = self._handled, None
-            if handled is not None:
-                handled.set()
-        return None
+
+    def _handled_one(self, request_id: RequestId, handling: Handling) -> None:
+        """The handler of ``request_id`` (``handling``) ended."""
+        if self._handling.get(request_id) is handling:
+            del self._handling[request_id]
+        handled, self._handled = self._handled, None
+        if handled is not None:
+            handled.set()
 
     def _fail_from_handler(self, exc: Exception) -> None:
         """A handler's plain task failed: end the connection's task group with it."""
@@ -824,33 +844,42 @@ class Peer(Generic[S]):
             while self._handler_tasks:
                 await self._handler_ended()
 
-    async def _respond(
-        self, event: RequestReceived, handling: Handling, hand_back: bool
-    ) -> HandedBack | None:
-        """The handler's part of :meth:`_handle`: answer the request (or, with
-        ``hand_back``, return the answer's bytes). The connection ending under the
-        handler leaves nothing to answer."""
-        request_id = event.request_id
-        answer: ResultResponse | ErrorResponse
+    async def _respond(self, event: RequestReceived) -> None:
+        """The handler's part of :meth:`_handle`: answer the request. The connection
+        ending under the handler leaves nothing to answer."""
+        answer: ResultResponse | ErrorResponse | None
         try:
-            if event.method == "ping" and self.answer_ping:
-                result: Any = self.session.types.EmptyResult()
-            elif self.request_handler is None:
-                raise RequestError.method_not_found(event.method)
-            else:
-                result = await self.request_handler(event)
-            answer = ResultResponse(id=request_id, result=result)
-        except RequestError as exc:
-            answer = ErrorResponse(id=request_id, error=exc.error)
-        except ConnectionClosed:
-            return None
+            result = await self._handler_of(event)
         except Exception as exc:
-            logger.exception("the handler of %s (id %r) failed", event.method, request_id)
-            answer = _internal_error(request_id, exc)
-        if hand_back and not (self._closed or handling.cancel_called or self._write_lock.locked()):
-            return self._encode_answer(event, answer)
-        await self._send_answer(event, answer)
-        return None
+            answer = self._failure_answer(event, exc)
+        else:
+            answer = ResultResponse(id=event.request_id, result=result)
+        if answer is not None:
+            await self._send_answer(event, answer)
+
+    def _handler_of(self, event: RequestReceived) -> Coroutine[Any, Any, Any]:
+        """The coroutine whose result answers ``event``."""
+        if event.method == "ping" and self.answer_ping:
+            return _returning(self.session.types.EmptyResult())
+        handler = self.request_handler
+        if handler is None:
+            return _raising(RequestError.method_not_found(event.method))
+        awaitable = handler(event)
+        if type(awaitable) is _COROUTINE:
+            return awaitable
+        return _awaiting(awaitable)
+
+    def _failure_answer(self, event: RequestReceived, exc: Exception) -> ErrorResponse | None:
+        """The answer to ``event`` whose handler raised ``exc`` (``None``: the
+        connection ended under it, nothing to answer)."""
+        if isinstance(exc, RequestError):
+            return ErrorResponse(id=event.request_id, error=exc.error)
+        if isinstance(exc, ConnectionClosed):
+            return None
+        logger.exception(
+            "the handler of %s (id %r) failed", event.method, event.request_id, exc_info=exc
+        )
+        return _internal_error(event.request_id, exc)
 
     def _encode_answer(
         self, event: RequestReceived, answer: ResultResponse | ErrorResponse
@@ -908,6 +937,21 @@ def _internal_error(request_id: RequestId, exc: BaseException) -> ErrorResponse:
             data={"exception": type(exc).__name__},
         ),
     )
+
+
+_COROUTINE: Final = types.CoroutineType
+
+
+async def _returning(value: Any) -> Any:
+    return value
+
+
+async def _raising(exc: Exception) -> Any:
+    raise exc
+
+
+async def _awaiting(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _has_progress_token(request: Any) -> bool:

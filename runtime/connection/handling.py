@@ -123,7 +123,9 @@ def eager() -> bool:
 class Handling:
     """One handler running: its cancel scope (``ctx.cancel_scope``, made when first
     asked for), and how it is cancelled (:meth:`cancel`: whatever cancels the request
-    calls it)."""
+    calls it). :meth:`run` runs the handler; :meth:`start` and :meth:`finish` are its
+    two halves, for a caller that needs no coroutine of its own for a handler that
+    answers in its first step."""
 
     __slots__ = (
         "_base",

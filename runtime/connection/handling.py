@@ -67,9 +67,6 @@ class _Waiting:
 #: runs the rest.
 WAITING: Final = _Waiting()
 
-#: The step of a handler not started yet.
-_UNSTARTED: Final = object()
-
 
 def _scope_reader() -> Callable[[asyncio.Task[Any]], object] | None:
     """A function telling the anyio cancel scope current in a task (``None`` if none),
@@ -158,8 +155,8 @@ class Handling:
         #: be seen: see :func:`eager`), for what only a waiting handler needs.
         self.on_wait: Callable[[], object] | None = None
         #: Between :meth:`start` and :meth:`finish`: the handler, the wait of its first
-        #: step (:data:`_UNSTARTED`: not started), and the task's anyio cancel scope
-        #: when that step began.
+        #: step, and the task's anyio cancel scope when that step began (where first
+        #: waits cannot be seen, the handler alone: it has not started).
         self._coro: Coroutine[Any, Any, Any] | None = None
         self._step: Any = None
         self._before: object = None
@@ -207,7 +204,7 @@ class Handling:
         wait cannot be seen, nothing runs: it is taken to wait from the start."""
         loop = self._loop
         if loop is None or _current_scope is None:
-            self._coro, self._step = coro, _UNSTARTED
+            self._coro = coro
             return WAITING
         task = current_task_of(loop)
         assert task is not None
@@ -228,10 +225,11 @@ class Handling:
         # this handling (its context does).
         self._coro = self._step = self._before = None
         self._waiting()
-        if step is _UNSTARTED:
-            return self._scoped(coro)
-        task = current_task_of(self._loop)  # type: ignore[arg-type]
-        assert task is not None and _current_scope is not None
+        loop = self._loop
+        if loop is None or _current_scope is None:
+            return self._scoped(coro)  # not started (see start)
+        task = current_task_of(loop)
+        assert task is not None
         if _current_scope(task) is before:
             return _in_scope(coro, step, self.scope)
         self._task = task

@@ -574,9 +574,8 @@ class Peer(Generic[S]):
                     outcome = await handling.finish()
                 if outcome is not CANCELLED:
                     answer = ResultResponse(id=request_id, result=outcome)
-                elif self._abandoning and request_id in self.session.unanswered:
-                    # Cancelled as the connection ends: the peer hears why.
-                    answer = _abandoned(request_id)
+                else:
+                    answer = self._abandoned_answer(request_id)
             except Exception as exc:
                 answer = self._failure_answer(request, exc)
             if answer is not None:
@@ -804,10 +803,10 @@ class Peer(Generic[S]):
         request_id = event.request_id
         try:
             outcome = await handling.run(self._respond(event))
-            if outcome is CANCELLED and self._abandoning and request_id in self.session.unanswered:
-                # Cancelled as the connection ends: the peer hears why, and the other
-                # answers of its batch are no longer held for this one.
-                await self._send_answer(event, _abandoned(request_id))
+            if outcome is CANCELLED:
+                answer = self._abandoned_answer(request_id)
+                if answer is not None:
+                    await self._send_answer(event, answer)
         except Exception as exc:
             if self._loop is None:
                 raise
@@ -818,6 +817,14 @@ class Peer(Generic[S]):
                 task = current_task_of(self._loop)
                 if task is not None:
                     self._handler_tasks.discard(task)
+
+    def _abandoned_answer(self, request_id: RequestId) -> ErrorResponse | None:
+        """The answer owed to a request whose handler was cancelled: one only when it
+        was cancelled as the connection ends (the peer hears why, and the other answers
+        of its batch are no longer held for this one), and is still unanswered."""
+        if self._abandoning and request_id in self.session.unanswered:
+            return _abandoned(request_id)
+        return None
 
     def _handled_one(self, request_id: RequestId, handling: Handling) -> None:
         """The handler of ``request_id`` (``handling``) ended."""

@@ -25,7 +25,11 @@ report says which HTTP implementation and event loop that gave), access log off:
   ``SDK`` in the SDK's stateless mode (2025-11-25: no sessions, a fresh transport per
   POST; a 2026-07-28 request takes the SDK's single-exchange path in every mode);
 * ``bare``: an ASGI app that parses the body with orjson and dumps a JSON-RPC result
-  (``bench/peers/http_bare.py``): the floor of this stack, no MCP.
+  (``bench/peers/http_bare.py``): the floor of this stack, no MCP;
+* ``mcpspec sans-IO`` (floor curve only): the echo tool on mcpspec's sans-IO
+  ``ServerSession`` in a hand-written ASGI app (``bench/peers/http_sansio.py``): the HTTP
+  checks, the session of ``Mcp-Session-Id`` or the mirrored headers, and the session's
+  typed ``receive`` and ``send``, without the connection layer around them.
 
 Load. The load client is raw HTTP/1.1 over asyncio streams (``RawConnection``: one
 ``write`` per request, the response parsed by hand, ``Content-Length`` or chunked), one
@@ -57,9 +61,10 @@ their number.
 
 The floor curve: the bare app again, in servers of its own that spend 10, 20, 40 and 80
 µs of CPU on each request before answering (``http_bare.busy``), side by side with the
-mcpspec app in each revision. It tells how much work per request the target of 0.6 times
-the bare rate leaves an app on this stack, and how much the mcpspec app's rate is worth in such
-work. (``bench/app_cost.py`` times the apps alone, in process, without uvicorn.)
+mcpspec app and the ``mcpspec sans-IO`` app in each revision. It tells how much work per
+request the target of 0.6 times the bare rate leaves an app on this stack, how much the
+mcpspec app's rate is worth in such work, and how much of that the sessions themselves
+take. (``bench/app_cost.py`` times the apps alone, in process, without uvicorn.)
 
 Profile (``--profile APP``): one server, 16 raw clients (``--in-flight``) for 5 s, the
 server sampled by py-spy when it is installed (shares of the samples by part of the
@@ -112,6 +117,8 @@ SDK: Final = "SDK"
 SDK_SSE: Final = "SDK (SSE)"
 SDK_STATELESS: Final = "SDK (stateless)"
 BARE: Final = "bare"
+#: The sans-IO sessions in a hand-written ASGI app (the floor curve's).
+SANS_IO: Final = "mcpspec sans-IO"
 #: The row of the bare app driven by httpx instead of the raw client.
 BARE_HTTPX: Final = "bare, httpx client"
 #: The row of the raw load client in the MCP client comparison.
@@ -147,6 +154,7 @@ APPS: Final = {
     SDK_SSE: App(SDK_SSE, "http_sdk:sse_app", REVISIONS),
     SDK_STATELESS: App(SDK_STATELESS, "http_sdk:stateless_app", ("2025-11-25",)),
     BARE: App(BARE, "http_bare:build", REVISIONS),
+    SANS_IO: App(SANS_IO, "http_sansio:build", REVISIONS),
 }
 
 
@@ -631,19 +639,19 @@ async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str,
 
 async def floor_worker(settings: Settings) -> dict[str, Any]:
     """The floor curve: the bare app with more and more work per request, side by side
-    with the mcpspec app in each revision (see :func:`floor_lines`)."""
+    with the mcpspec app and the sans-IO one in each revision (see :func:`floor_lines`)."""
     apps = [APPS[BARE], *(busy_app(n) for n in BUSY_US)]
     if MCPSPEC in available_apps():
-        apps.append(APPS[MCPSPEC])
+        apps += [APPS[MCPSPEC], APPS[SANS_IO]]
     async with (
         running_servers(apps, settings) as servers,
         AsyncExitStack() as stack,
     ):
         lanes = []
         for key, server in servers.items():
-            revisions = REVISIONS if key == MCPSPEC else REVISIONS[:1]
-            for revision in revisions:
-                label = f"{key} {revision}" if key == MCPSPEC else key
+            mcp = key in (MCPSPEC, SANS_IO)
+            for revision in REVISIONS if mcp else REVISIONS[:1]:
+                label = f"{key} {revision}" if mcp else key
                 row = Row(key, key, "raw")
                 lanes.append(await open_lane(stack, label, row, server, revision))
         return await run_rounds(lanes, settings, "floor")
@@ -1200,8 +1208,10 @@ def floor_lines(floor: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"Work per request and the floor: `{BARE} + N µs` is the bare app spending N µs of "
-        "CPU on each request before answering, side by side with the mcpspec app "
-        "(16 clients). `÷ bare`: the rate over the bare app's within each round.",
+        "CPU on each request before answering, side by side with the mcpspec app and "
+        f"`{SANS_IO}`, the sans-IO sessions alone in a hand-written ASGI app (the HTTP "
+        "checks, the session or the mirrored headers, the session's `receive` and `send`; "
+        "no connection layer). `÷ bare`: the rate over the bare app's within each round.",
         "",
         "| app | req/s, 1 client | req/s, 16 clients | ÷ bare, 1 / 16 | "
         "server CPU µs/req, 1 / 16 |",
@@ -1223,12 +1233,28 @@ def floor_lines(floor: dict[str, Any]) -> list[str]:
         + (f"about {found:.0f} µs" if found is not None else f"more than {curve[-1][0]:.0f} µs")
         + " of work per request"
     ]
+    works: dict[str, float | None] = {}
     for key, entry in rows.items():
         if key.startswith(MCPSPEC):
-            work = work_at(entry["over_base"]["16"], curve)
-            at = f"about {work:.0f} µs" if work is not None else "outside the curve"
-            said.append(f"{key} ({entry['over_base']['16']:.2f}{X}) runs as it would with {at}")
+            ratio = f"{key} ({entry['over_base']['16']:.2f}{X})"
+            work = works[key] = work_at(entry["over_base"]["16"], curve)
+            if work is None:
+                said.append(f"{ratio} lies outside the curve")
+            else:
+                said.append(f"{ratio} runs as it would with about {work:.0f} µs")
+    layer = []
+    for revision in REVISIONS:
+        whole, sessions = works.get(f"{MCPSPEC} {revision}"), works.get(f"{SANS_IO} {revision}")
+        if whole is not None and sessions is not None:
+            layer.append(f"about {whole - sessions:.0f} µs ({revision})")
     lines += ["", "; ".join(said) + "."]
+    if layer:
+        lines += [
+            "",
+            "So the connection layer around the sessions is worth "
+            + " and ".join(layer)
+            + " of work per request on this stack.",
+        ]
     return lines
 
 
@@ -1262,7 +1288,7 @@ def smoke_check(section: dict[str, Any]) -> None:
     floor = section["floor"]["rows"]
     expected_floor = {BARE, *(f"{BARE} + {n} µs" for n in BUSY_US)}
     if MCPSPEC in apps:
-        expected_floor |= {f"{MCPSPEC} {r}" for r in REVISIONS}
+        expected_floor |= {f"{key} {r}" for key in (MCPSPEC, SANS_IO) for r in REVISIONS}
     assert set(floor) == expected_floor, sorted(floor)
     assert all(entry["rate"]["16"] > 0 for entry in floor.values()), floor
     if MCPSPEC in apps:

@@ -23,7 +23,8 @@ Send = Callable[[Message], Awaitable[None]]
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Answer the ASGI server's lifespan messages, until shutdown."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -36,7 +37,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
     """The ASGI app."""
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     body = b""
     more = True

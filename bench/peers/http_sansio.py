@@ -4,8 +4,9 @@ What the ``Server``'s app does around the sessions (its connection layer: a hand
 request in a cancel scope, cancellation when a client goes away, SSE answers with
 progress and logs, resumable streams, the limits and security settings, dispatch and the
 handler's context) is left out. What stays is what any MCP server over Streamable HTTP
-does for a ``tools/call``: the ``Host``, ``Content-Type`` and ``Accept`` checks, a
-bounded body, the session of ``Mcp-Session-Id`` and its ``MCP-Protocol-Version`` (before
+does for a ``tools/call``, with the app's own HTTP helpers (the header map, the ``Host``,
+``Origin``, ``Content-Type`` and ``Accept`` checks, the bounded body read, the body
+peek): the session of ``Mcp-Session-Id`` and its ``MCP-Protocol-Version`` (before
 2026-07-28), the mirrored headers against the body (2026-07-28), and the session's typed
 ``receive`` and ``send``. Side by side with the ``Server``'s app in the floor curve, it
 tells what the connection layer costs on this stack. A benchmark peer, not an example
@@ -15,8 +16,8 @@ to deploy: every POST is answered as JSON, and nothing but ``echo`` is served.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import msgspec
 
@@ -28,46 +29,51 @@ from mcpspec.runtime import (
     ResultResponse,
     ServerSession,
 )
-from mcpspec.runtime.envelope import is_id
+from mcpspec.runtime.connection.http import HttpSettings
+from mcpspec.runtime.connection.http.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    header_map,
+    read_body,
+    respond,
+)
+from mcpspec.runtime.connection.http.security import (
+    check_accept,
+    check_content_type,
+    check_host,
+    check_origin,
+)
+from mcpspec.runtime.connection.http.wire import (
+    EVENT_STREAM,
+    JSON,
+    BodyPeek,
+    answerable_id,
+    refuse,
+)
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.mirror import MirrorError, check_headers, mismatch_error, plainly_mirrored
-from mcpspec.runtime.negotiation import PROBE_DECODER, Probe
 from peers.http_bare import Receive, Scope, Send, lifespan
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: The revision whose POSTs stand alone (no session).
 STATELESS: Final = "2026-07-28"
-#: Hosts served (``Host`` without its port): loopback only, against DNS rebinding.
-HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
 #: The largest body read; a longer one is refused (413) as soon as it is known.
 MAX_BODY: Final = 4 * 1024 * 1024
+#: Header combinations remembered as having passed the checks (as the app remembers
+#: them: the same few come again and again).
+MAX_PASSED: Final = 64
 #: Sessions kept; the oldest goes when a new one would be one too many.
 MAX_SESSIONS: Final = 4096
 INFO: Final = {"name": "mcpspec-sansio-echo", "version": "1.0.0"}
 CAPABILITIES: Final = {"tools": {}}
 
 
-def _hostname(host: str) -> str:
-    """``host`` (a ``Host`` header) without its port."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.partition(":")[0]
-
-
-def _probe(body: bytes) -> Probe | None:
-    """The routing fields of the message ``body`` (``None``: not one JSON-RPC object)."""
-    try:
-        return PROBE_DECODER.decode(body)
-    except msgspec.DecodeError:
-        return None
-
-
-def _mismatch(headers: dict[str, str], body: bytes, probe: Probe | None) -> str | None:
+def _mismatch(headers: dict[str, str], body: bytes, peek: BodyPeek) -> str | None:
     """What is wrong with the mirrored headers of ``body`` (``None``: nothing, or the
     body is no valid request, which the session refuses with its own error)."""
-    if probe is not None and plainly_mirrored(headers, probe, no_param_headers):
-        return None  # the usual request, told from the probe alone
+    if peek.probe is not None and plainly_mirrored(headers, peek.probe, no_param_headers):
+        return None  # the usual request, told from the peek alone
     try:
         return check_headers(headers, body, no_param_headers)
     except MirrorError:
@@ -79,32 +85,7 @@ def no_param_headers(name: str) -> tuple[()]:
     return ()
 
 
-async def _answer(
-    send: Send, status: int, body: bytes = b"", extra: Sequence[tuple[bytes, bytes]] = ()
-) -> None:
-    headers = [(b"content-length", b"%d" % len(body)), *extra]
-    if body:
-        headers.append((b"content-type", b"application/json"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The request's body, or ``None`` past :data:`MAX_BODY` (the rest left unread)."""
-    body = bytearray()
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        body += message.get("body", b"")
-        if len(body) > MAX_BODY:
-            return None
-        more = message.get("more_body", False)
-    return bytes(body)
-
-
-def _result(session: ServerSession, event: RequestReceived) -> Any:
+def _result(session: ServerSession, event: RequestReceived) -> object:
     """The result of ``event`` (raises ``LookupError`` for a method not served)."""
     if event.method == "initialize":
         return session.initialize_result()
@@ -117,6 +98,8 @@ def _result(session: ServerSession, event: RequestReceived) -> Any:
 
 def build() -> App:
     """The app (a factory, as ``http_serve.py`` expects)."""
+    settings = HttpSettings()
+    passed: set[tuple[str | None, ...]] = set()
     sessions: dict[str, ServerSession] = {}
     # Each POST is answered before the next is read, so one stateless session serves all.
     stateless = ServerSession([STATELESS], info=INFO, capabilities=CAPABILITIES)
@@ -125,76 +108,81 @@ def build() -> App:
         if scope["type"] == "lifespan":
             await lifespan(receive, send)
             return
-        if scope["method"] != "POST" or scope["path"] != "/mcp":
-            await _answer(send, 405 if scope["path"] == "/mcp" else 404)
+        if scope["path"] != "/mcp":
+            await respond(send, 404)
             return
-        headers = {
-            name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
-        }
-        if _hostname(headers.get("host", "")) not in HOSTS:
-            await _answer(send, 403)
+        if scope["method"] != "POST":
+            await respond(send, 405, headers={"allow": "POST"})
             return
-        if not headers.get("content-type", "").startswith("application/json"):
-            await _answer(send, 415)
+        headers = header_map(scope)
+        checked = tuple(map(headers.get, ("host", "origin", "content-type", "accept")))
+        if checked not in passed:
+            refusal = (
+                check_host(headers, settings)
+                or check_origin(headers, settings)
+                or check_content_type(headers)
+                or check_accept(headers, JSON, EVENT_STREAM)
+            )
+            if refusal is not None:
+                await refuse(send, refusal)
+                return
+            if len(passed) >= MAX_PASSED:
+                passed.clear()
+            passed.add(checked)
+        try:
+            body = await read_body(receive, headers, MAX_BODY)
+        except BodyTooLarge:
+            await respond(send, 413)
             return
-        accept = headers.get("accept", "")
-        if "application/json" not in accept or "text/event-stream" not in accept:
-            await _answer(send, 406)
+        except ClientGone:
             return
-        body = await _read_body(receive)
-        if body is None:
-            await _answer(send, 413)
-            return
+        peek = BodyPeek(body)
         version = headers.get("mcp-protocol-version")
         session_id = headers.get("mcp-session-id")
-        extra: list[tuple[bytes, bytes]] = []
-        probe = _probe(body)
+        extra: dict[str, str] = {}
         if version == STATELESS:
             session = stateless
-            mismatch = _mismatch(headers, body, probe)
+            mismatch = _mismatch(headers, body, peek)
             if mismatch is not None:
-                request_id = probe.id if probe is not None and is_id(probe.id) else None
-                error = ErrorResponse(id=request_id, error=mismatch_error(mismatch))
-                await _answer(send, 400, msgspec.json.encode(error))
+                error = ErrorResponse(id=answerable_id(peek.id), error=mismatch_error(mismatch))
+                await respond(send, 400, msgspec.json.encode(error), content_type=JSON)
                 return
         elif session_id is None:
-            if probe is None or probe.method != "initialize":
-                await _answer(send, 400)  # Mcp-Session-Id is required
+            if peek.method != "initialize":
+                await respond(send, 400)  # Mcp-Session-Id is required
                 return
             session = ServerSession(info=INFO, capabilities=CAPABILITIES)
             session_id = secrets.token_urlsafe(24)
             if len(sessions) >= MAX_SESSIONS:
                 del sessions[next(iter(sessions))]
             sessions[session_id] = session
-            extra.append((b"mcp-session-id", session_id.encode()))
+            extra["mcp-session-id"] = session_id
         else:
             found = sessions.get(session_id)
             if found is None:
-                await _answer(send, 404)
+                await respond(send, 404)
                 return
             if found.revision is not None and version != found.revision:
-                await _answer(send, 400)
+                await respond(send, 400)
                 return
             session = found
         answers: list[bytes] = []
         for event in session.receive(body):
             if isinstance(event, RequestReceived):
                 try:
-                    answer: Any = ResultResponse(
-                        id=event.request_id, result=_result(session, event)
-                    )
+                    result = _result(session, event)
                 except LookupError:
                     code = int(ErrorCode.METHOD_NOT_FOUND)
                     error = ErrorObject(code=code, message=f"Method not found: {event.method}")
-                    answer = ErrorResponse(id=event.request_id, error=error)
-                answers.append(session.send(answer))
+                    answers.append(session.send(ErrorResponse(id=event.request_id, error=error)))
+                else:
+                    answers.append(session.send(ResultResponse(id=event.request_id, result=result)))
             elif isinstance(event, ProtocolViolation) and event.response is not None:
                 answers.append(session.send(event.response))
         if not answers:
-            await _answer(send, 202, extra=extra)
+            await respond(send, 202, headers=extra)
             return
-        await _answer(
-            send, 200, answers[0] if len(answers) == 1 else b"[" + b",".join(answers) + b"]", extra
-        )
+        body = answers[0] if len(answers) == 1 else b"[" + b",".join(answers) + b"]"
+        await respond(send, 200, body, content_type=JSON, headers=extra)
 
     return app

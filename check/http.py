@@ -26,7 +26,6 @@ body and event is bounded (:data:`MAX_MESSAGE`), every wait has a time limit.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Final
@@ -55,21 +54,25 @@ from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, requ
 from mcpspec.runtime.negotiation import is_stateless
 
 from .errors import LinkClosed
-from .findings import RevisionReport, broken
+from .findings import RevisionReport
+from .http_wire import (
+    ACCEPT_BOTH,
+    DECODE_FAILURES,
+    MAX_MESSAGE,
+    VERSION_HEADER_SINCE,
+    BodyTooLarge,
+    file_once,
+    incoming,
+    minted_why,
+    read_body,
+    transport_page,
+    unknown_session_id,
+    visible_ascii,
+)
 from .link import Received, Transport
 
-__all__ = [
-    "MAX_MESSAGE",
-    "HttpLink",
-    "HttpTarget",
-    "file_once",
-    "minted_why",
-    "transport_page",
-    "unknown_session_id",
-]
+__all__ = ["HttpLink", "HttpTarget"]
 
-#: The largest body or SSE event read, in bytes.
-MAX_MESSAGE: Final = 16 * 1024 * 1024
 #: Messages received and not yet read; a full queue holds the readers back.
 QUEUE_SIZE: Final = 256
 #: The longest session id kept (a longer one is still judged, then dropped).
@@ -78,9 +81,6 @@ MAX_SESSION_ID: Final = 1024
 MAX_TOOLS: Final = 10_000
 #: ``tools/list`` requests awaiting their answer that are remembered, at most.
 MAX_PENDING_LISTS: Final = 1024
-ACCEPT_BOTH: Final = "application/json, text/event-stream"
-#: The first revision with the ``MCP-Protocol-Version`` header.
-VERSION_HEADER_SINCE: Final = "2025-06-18"
 #: 2026-07-28: the HTTP status each of these JSON-RPC error codes must travel with.
 STATUS_OF_CODE: Final[Mapping[int, int]] = {-32020: 400, -32021: 400, -32022: 400, -32601: 404}
 #: Codes of errors that refuse a body rather than answer a request: 200 or 400.
@@ -90,19 +90,6 @@ MODERN_CODES: Final = frozenset(STATUS_OF_CODE)
 
 
 # -- reading messages ---------------------------------------------------------------------------
-
-
-class _ErrorCode(msgspec.Struct):
-    code: Any = None
-
-
-class _Incoming(msgspec.Struct):
-    """The members of a message received that tell what it answers."""
-
-    id: Any = UNSET
-    method: Any = None
-    result: msgspec.Raw = msgspec.Raw(b"")
-    error: _ErrorCode | None = None
 
 
 class _Tool(msgspec.Struct, rename={"input_schema": "inputSchema"}):
@@ -118,9 +105,7 @@ class _ToolsAnswer(msgspec.Struct):
     result: _Tools | None = None
 
 
-_FAILURES = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
 _OUTGOING = msgspec.json.Decoder(OutgoingEnvelope)
-_INCOMING = msgspec.json.Decoder(_Incoming)
 _INITIALIZE_ANSWER = msgspec.json.Decoder(InitializeAnswer)
 _TOOLS_ANSWER = msgspec.json.Decoder(_ToolsAnswer)
 
@@ -129,15 +114,7 @@ def _outgoing(data: bytes) -> OutgoingEnvelope | None:
     """The message sent, or ``None`` when it is not one JSON object."""
     try:
         return _OUTGOING.decode(data)
-    except _FAILURES:
-        return None
-
-
-def incoming(data: bytes) -> _Incoming | None:
-    """What a message received answers, or ``None`` when it is not one JSON object."""
-    try:
-        return _INCOMING.decode(data)
-    except _FAILURES:
+    except DECODE_FAILURES:
         return None
 
 
@@ -152,45 +129,8 @@ def _kind(message: OutgoingEnvelope | None) -> str:
     return "response" if message.id is not UNSET else "other"
 
 
-class BodyTooLarge(Exception):
-    """A body went past :data:`MAX_MESSAGE`."""
-
-
-async def read_body(response: httpx.Response, limit: int = MAX_MESSAGE) -> bytes:
-    """The body, read up to ``limit`` bytes; :class:`BodyTooLarge` past it."""
-    body = bytearray()
-    async for chunk in decoded_chunks(response, error=httpx.DecodingError):
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLarge(f"the body is over the limit of {limit} bytes")
-    return bytes(body)
-
-
-def visible_ascii(value: str) -> bool:
-    """Whether ``value`` is non-empty visible ASCII (0x21 to 0x7E), as a session id must be."""
-    return bool(value) and all(0x21 <= ord(c) <= 0x7E for c in value)
-
-
 def _plain_header(value: str) -> bool:
     return value.isascii() and value.isprintable() and value == value.strip()
-
-
-def transport_page(revision: str) -> str:
-    """The specification page whose rules apply to Streamable HTTP in ``revision``."""
-    if is_stateless(revision):
-        return f"{revision} Streamable HTTP"
-    if revision in ("2025-03-26", "2025-06-18", "2025-11-25"):
-        return f"{revision} transports, Streamable HTTP"
-    # 2024-11-05 (and unknown versions) over Streamable HTTP: the transport's first page.
-    return "2025-03-26 transports, Streamable HTTP"
-
-
-def file_once(report: RevisionReport, check: str, where: str, why: str) -> None:
-    """File the broken rule once: the same check, place and reason are not repeated."""
-    for finding in report.findings:
-        if finding.check == check and finding.where == where and finding.why == why:
-            return
-    report.add(broken(check, where, why, report.revision))
 
 
 # -- the target ---------------------------------------------------------------------------------
@@ -405,7 +345,7 @@ class HttpLink:
         if message is None or message.method is not None or not message.result:
             return
         if message.id == self._initialize_id and message.id is not UNSET:
-            with suppress(*_FAILURES):
+            with suppress(*DECODE_FAILURES):
                 result = _INITIALIZE_ANSWER.decode(data).result
                 if result is not None and isinstance(result.protocol_version, str):
                     version = result.protocol_version[:64]
@@ -413,7 +353,7 @@ class HttpLink:
                         self.protocol_version = version
         if is_id(message.id) and message.id in self._tools_list_ids:
             self._tools_list_ids.discard(message.id)
-            with suppress(*_FAILURES):
+            with suppress(*DECODE_FAILURES):
                 tools = _TOOLS_ANSWER.decode(data).result
                 for tool in (tools.tools or []) if tools is not None else []:
                     if len(self._tool_params) >= MAX_TOOLS:
@@ -846,7 +786,7 @@ def _json_rpc(body: bytes) -> bool:
     if head == b"[":
         try:
             items = msgspec.json.decode(body)
-        except _FAILURES:
+        except DECODE_FAILURES:
             return False
         return isinstance(items, list) and bool(items)
     message = incoming(body) if head == b"{" else None
@@ -872,17 +812,3 @@ def sse_urls(url: str) -> list[str]:
         if sibling != url:
             urls.append(sibling)
     return urls
-
-
-def minted_why(method: Any) -> str:
-    """Why a 2026-07-28 answer carrying an ``Mcp-Session-Id`` is wrong."""
-    return (
-        f"{method} was answered with an Mcp-Session-Id; 2026-07-28 has no sessions: a "
-        "server does not mint or echo session ids (2026-07-28 Streamable HTTP, Backward "
-        "Compatibility)"
-    )
-
-
-def unknown_session_id() -> str:
-    """A session id no server minted."""
-    return "mcpspec-check-" + secrets.token_hex(16)

@@ -22,7 +22,7 @@ check with probes that all passed gets one PASSED finding saying what was seen.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import httpx
@@ -40,12 +40,11 @@ from mcpspec.runtime.negotiation import (
 )
 
 from .findings import Finding, Outcome, RevisionReport
-from .http import (
+from .http_wire import (
     ACCEPT_BOTH,
     MAX_MESSAGE,
     VERSION_HEADER_SINCE,
     BodyTooLarge,
-    HttpTarget,
     file_once,
     incoming,
     minted_why,
@@ -54,6 +53,9 @@ from .http import (
     unknown_session_id,
     visible_ascii,
 )
+
+if TYPE_CHECKING:
+    from .http import HttpTarget
 
 __all__ = ["HTTP_CHECKS", "check_http"]
 

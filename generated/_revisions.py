@@ -2,7 +2,7 @@
 """The revisions this package was generated for, and how each negotiates.
 
 Read by the hand-written package root (``mcpspec.REVISIONS``, ``mcpspec.LATEST``) and by
-:func:`mcpspec.runtime.contract.protocol_model`.
+:func:`mcpspec.runtime.negotiation.protocol_model`.
 """
 
 from __future__ import annotations

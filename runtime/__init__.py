@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .codec import Codec, Message
-from .contract import ProtocolModel, protocol_model
+from .contract import ProtocolModel
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         SessionReady,
     )
     from .limits import DEFAULT_LIMITS, Limits
+    from .negotiation import protocol_model
     from .misuse import (
         CapabilityError,
         LimitError,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
 #: Lazily imported names, by the submodule that defines them.
 _LAZY = {
+    "protocol_model": "negotiation",
     "ClientSession": "client",
     "ServerSession": "server",
     "Phase": "state",

@@ -13,7 +13,8 @@ dispatch tables:
   :class:`UnionKind`.
 
 ``mcpspec._revisions.PROTOCOL_MODELS`` lists the protocol model of every revision
-without importing the revision modules; :func:`protocol_model` reads it.
+without importing the revision modules;
+:func:`mcpspec.runtime.negotiation.protocol_model` reads it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ __all__ = [
     "RESULT_INPUT_REQUIRED",
     "ProtocolModel",
     "UnionKind",
-    "protocol_model",
 ]
 
 
@@ -59,17 +59,3 @@ class UnionKind(enum.Enum):
 RESULT_COMPLETE: Final = "complete"
 #: The ``resultType`` tag of an ``InputRequiredResult`` (2026-07-28).
 RESULT_INPUT_REQUIRED: Final = "input_required"
-
-
-def protocol_model(revision: str) -> ProtocolModel:
-    """The protocol model of ``revision`` (``"2025-11-25"`` -> ``HANDSHAKE``), without
-    importing its module; ``ValueError`` names the supported revisions."""
-    # Imported here: the generated table imports this module.
-    from mcpspec._revisions import PROTOCOL_MODELS
-
-    try:
-        return PROTOCOL_MODELS[revision]
-    except KeyError:
-        raise ValueError(
-            f"unsupported MCP revision {revision!r}; supported: {', '.join(PROTOCOL_MODELS)}"
-        ) from None

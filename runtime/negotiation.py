@@ -21,8 +21,9 @@ from typing import Any, Final
 import msgspec
 
 from mcpspec import REVISIONS
+from mcpspec._revisions import PROTOCOL_MODELS
 
-from .contract import ProtocolModel, protocol_model
+from .contract import ProtocolModel
 
 __all__ = [
     "HANDSHAKE_REVISIONS",
@@ -39,7 +40,21 @@ __all__ = [
     "is_stateless",
     "negotiate_handshake",
     "newest_mutual",
+    "protocol_model",
 ]
+
+
+
+def protocol_model(revision: str) -> ProtocolModel:
+    """The protocol model of ``revision`` (``"2025-11-25"`` -> ``HANDSHAKE``), without
+    importing its module; ``ValueError`` names the supported revisions."""
+    try:
+        return PROTOCOL_MODELS[revision]
+    except KeyError:
+        raise ValueError(
+            f"unsupported MCP revision {revision!r}; supported: {', '.join(PROTOCOL_MODELS)}"
+        ) from None
+
 
 #: Revisions negotiated once, by ``initialize``.
 HANDSHAKE_REVISIONS: Final = tuple(

@@ -1055,7 +1055,7 @@ def measure_against(
         "settings": asdict(settings),
         "servers": load["servers"],
         "failed": load["failed"],
-        "revisions": {r: summarize(load["rounds"][r], base=BARE) for r in wanted},
+        "revisions": {r: summarize(load["rounds"][r], base=SDK_MCPSERVER) for r in wanted},
         "memory": memory,
     }
     section["figure"] = speed_figure(section, (MCPSPEC, f"{MCPSPEC}@{label}"))
@@ -1268,7 +1268,7 @@ def _table(data: dict[str, Any], revision: str, *, bare: bool) -> list[str]:
     return lines
 
 
-def _header(first: str, one: str, many: str, *, bare: bool) -> list[str]:
+def _header(first: str, one: str, many: str, *, bare: bool, base: str = SDK) -> list[str]:
     header = [
         "revision",
         first,
@@ -1276,7 +1276,7 @@ def _header(first: str, one: str, many: str, *, bare: bool) -> list[str]:
         f"req/s, 16 {many}",
         "p50 ms, 1 / 16",
         "p99 ms, 1 / 16",
-        f"÷ {SDK}, 1 / 16",
+        f"÷ {base}, 1 / 16",
         *(["÷ bare, 1 / 16"] if bare else []),
         "client CPU µs/req, 1 / 16",
         "server CPU µs/req, 1 / 16",

@@ -157,12 +157,13 @@ def _cells(ratios: dict[str, float]) -> str:
     return " / ".join("n/a" if math.isnan(v) else f"{v:.2f}" for v in ratios.values())
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: dict[str, Any], level: int = 1) -> str:
     """The summary table, then the HTTP rows, the speed figure of both, the stdio rows
-    and compare.py's table."""
+    and compare.py's table; the title a heading of ``level``, the parts one below."""
     baseline = report["baseline"]
+    title, part = "#" * level, "#" * (level + 1)
     lines = [
-        f"# Before and after (baseline `{baseline}`, {report['commit']} → the checkout)"
+        f"{title} Before and after (baseline `{baseline}`, {report['commit']} → the checkout)"
         + (" (SMOKE: numbers are not meaningful)" if report["smoke"] else ""),
         "",
         "Written by `python bench/before_after.py`; see its docstring for the method. "
@@ -185,7 +186,7 @@ def markdown(report: dict[str, Any]) -> str:
     http = report["http"]
     lines += [
         "",
-        "## HTTP",
+        f"{part} HTTP",
         "",
         *http_bench._header(
             "server", "client", "clients", bare=True, base=http_bench.SDK_MCPSERVER
@@ -194,9 +195,9 @@ def markdown(report: dict[str, Any]) -> str:
     for revision, data in http["revisions"].items():
         lines += http_bench._table(data, revision, bare=True)
     lines += ["", *http_bench.figure_lines(http["figure"])]
-    lines += ["", "## stdio", "", stdio.markdown({**report["stdio"], "memory": {}})]
+    lines += ["", f"{part} stdio", "", stdio.markdown({**report["stdio"], "memory": {}})]
     hot = report["hot_paths"]
-    lines += [compare.markdown(hot["rows"], baseline, hot["runs"]).replace("# ", "## ", 1)]
+    lines += [compare.markdown(hot["rows"], baseline, hot["runs"]).replace("# ", f"{part} ", 1)]
     return "\n".join(lines)
 
 

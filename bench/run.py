@@ -1206,7 +1206,7 @@ def markdown_document(report: dict[str, Any]) -> str:
                 else []
             ),
             *(
-                [before_after.markdown(report["before_after"]).replace("# ", "## ", 1)]
+                [before_after.markdown(report["before_after"], level=2)]
                 if "before_after" in report
                 else []
             ),

@@ -18,8 +18,8 @@ report says which HTTP implementation and event loop that gave), access log off:
 
 * ``mcpspec``: the HTTP app of the connection layer's ``Server`` with the echo tool of
   the stdio benchmark (``bench/peers/http_mcpspec.py``), default endpoint ``/mcp``;
-  ``mcpspec@REV`` (with ``--baseline REV``): the same peer code on the mcpspec of git
-  revision ``REV``, installed into a folder of its own (``bench/before_after.py``);
+  ``mcpspec@REV`` (``bench/before_after.py REV``): the same peer code on the mcpspec of
+  git revision ``REV``, installed into a folder of its own;
 * ``SDK MCPServer``: the official SDK's high-level ``MCPServer`` (FastMCP's successor),
   the same tool declared with its ``@mcp.tool()`` decorator as its users write it,
   ``streamable_http_app(json_response=True)`` (``bench/peers/http_sdk_mcpserver.py``):
@@ -674,7 +674,9 @@ async def load_worker(
                 if revision not in server.app.revisions:
                     continue
                 try:
-                    lanes.append(await open_lane(stack, row.key, row, server, revision))
+                    lane = await open_lane(stack, row.key, row, server, revision)
+                    await lane.echoes[max(IN_FLIGHT)][-1]("can you serve this revision?")
+                    lanes.append(lane)
                 except (AssertionError, EOFError, OSError, ValueError, LookupError) as exc:
                     failed = result["failed"].setdefault(revision, {})
                     failed[row.key] = f"{type(exc).__name__}: {exc}"[:300]

@@ -17,11 +17,10 @@ def asgi_app(server: Any) -> Any:
     """``server``'s ASGI app: ``mcpspec.runtime.connection.http.http_app(server)`` where
     the package has that function, else the method ``server.http_app()`` of earlier
     trees."""
-    try:
-        from mcpspec.runtime.connection.http import http_app
-    except ImportError:
-        return server.http_app()
-    return http_app(server)
+    from mcpspec.runtime.connection import http
+
+    factory = getattr(http, "http_app", None)
+    return server.http_app() if factory is None else factory(server)
 
 
 def available() -> bool:

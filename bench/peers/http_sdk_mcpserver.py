@@ -16,10 +16,10 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 
-def server() -> Any:
+def server() -> MCPServer[Any]:
     """The decorated server."""
     # Its log at WARNING, as uvicorn's: at INFO it logs every session it opens.
-    mcp: Any = MCPServer("sdk-mcpserver-echo", version="1.0.0", log_level="WARNING")
+    mcp: MCPServer[Any] = MCPServer("sdk-mcpserver-echo", version="1.0.0", log_level="WARNING")
 
     @mcp.tool()
     async def echo(message: str) -> str:

@@ -73,7 +73,8 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks against orjson and the official SDK; ``-- --smoke`` checks the harness
-    only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table."""
+    only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table,
+    ``-- --baseline REV`` adds the checkout against git revision REV (before/after)."""
     session.install(".[bench,check]")
     node, everything, _ = _npm_peers(session, conformance=False)
     session.run(
@@ -86,10 +87,11 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def compare(session: nox.Session) -> None:
-    """The hot paths (codec.decode, session.receive) of the checkout against a git
-    revision, side by side in one run: ``nox -s compare -- REV [--markdown FILE]``."""
+    """The checkout against a git revision, side by side in one run: the HTTP app, stdio
+    round trips and the hot paths (codec.decode, session.receive), and a table of the
+    ratios new ÷ old: ``nox -s compare -- REV [--markdown FILE] [--json FILE]``."""
     session.install(".[bench]")
-    session.run("python", "bench/compare.py", *session.posargs)
+    session.run("python", "bench/before_after.py", *session.posargs)
 
 
 #: The npm peers ``nox -s interop`` installs (pinned), and the Node it installs from npm

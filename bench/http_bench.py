@@ -16,8 +16,14 @@ Servers. Each app runs in a subprocess of its own (``bench/peers/http_serve.py``
 uvicorn worker, loopback, a port the system picks, uvicorn's defaults otherwise (the
 report says which HTTP implementation and event loop that gave), access log off:
 
-* ``mcpspec``: ``server.http_app()`` of the connection layer's ``Server`` with the echo
-  tool of the stdio benchmark (``bench/peers/http_mcpspec.py``), default endpoint ``/mcp``;
+* ``mcpspec``: the HTTP app of the connection layer's ``Server`` with the echo tool of
+  the stdio benchmark (``bench/peers/http_mcpspec.py``), default endpoint ``/mcp``;
+  ``mcpspec@REV`` (``bench/before_after.py REV``): the same peer code on the mcpspec of
+  git revision ``REV``, installed into a folder of its own;
+* ``SDK MCPServer``: the official SDK's high-level ``MCPServer`` (FastMCP's successor),
+  the same tool declared with its ``@mcp.tool()`` decorator as its users write it,
+  ``streamable_http_app(json_response=True)`` (``bench/peers/http_sdk_mcpserver.py``):
+  the reference of the speed figure below;
 * ``SDK``: the official SDK's ``streamable_http_app(json_response=True)`` around the same
   tool on its low-level ``Server`` (``bench/peers/http_sdk.py``); ``SDK (SSE)``: the same
   with the SDK's default, an SSE stream per response (in 2026-07-28 the SDK still answers
@@ -54,6 +60,12 @@ over rounds of the batch's requests per second; p50 and p99 are the median over 
 each batch's latency percentiles; a ratio is the median over rounds of the ratio of the
 rates within the round, so the load of the shared machine cancels out.
 
+The speed figure: server CPU per request above the bare app's (the same rounds, the
+same load), for the mcpspec app and the SDK's ``MCPServer``, in each revision with 1 and
+16 clients, and the ratio (``MCPServer`` above bare) ÷ (mcpspec above bare): the median
+over rounds of that ratio within each round. With the memory per open session of both.
+An app that cannot serve a revision is reported as such in its row.
+
 Memory per open session (2025-11-25): in a fresh server process per app, after a few
 warm-up sessions, ``memory_sessions`` more sessions are initialized (each makes one call
 and then stays open and idle); the growth of the server's resident set, divided by
@@ -86,6 +98,7 @@ import importlib.util
 import io
 import itertools
 import json
+import math
 import os
 import pstats
 import shutil
@@ -114,6 +127,9 @@ X: Final = "\N{MULTIPLICATION SIGN}"
 
 MCPSPEC: Final = "mcpspec"
 SDK: Final = "SDK"
+#: The SDK's high-level server, tools declared with its decorator: the speed figure's
+#: reference.
+SDK_MCPSERVER: Final = "SDK MCPServer"
 SDK_SSE: Final = "SDK (SSE)"
 SDK_STATELESS: Final = "SDK (stateless)"
 BARE: Final = "bare"
@@ -151,6 +167,7 @@ class App:
 APPS: Final = {
     MCPSPEC: App(MCPSPEC, "http_mcpspec:build", REVISIONS),
     SDK: App(SDK, "http_sdk:json_app", REVISIONS),
+    SDK_MCPSERVER: App(SDK_MCPSERVER, "http_sdk_mcpserver:json_app", REVISIONS),
     SDK_SSE: App(SDK_SSE, "http_sdk:sse_app", REVISIONS),
     SDK_STATELESS: App(SDK_STATELESS, "http_sdk:stateless_app", ("2025-11-25",)),
     BARE: App(BARE, "http_bare:build", REVISIONS),
@@ -184,6 +201,7 @@ class Row:
 ROWS: Final = (
     Row(MCPSPEC, MCPSPEC, "raw"),
     Row(SDK, SDK, "raw"),
+    Row(SDK_MCPSERVER, SDK_MCPSERVER, "raw"),
     Row(SDK_SSE, SDK_SSE, "raw"),
     Row(SDK_STATELESS, SDK_STATELESS, "raw"),
     Row(BARE, BARE, "raw"),
@@ -215,12 +233,10 @@ class Settings:
 
 
 def mcpspec_app_available() -> bool:
-    """Whether the connection layer's ``Server`` has its ASGI app (``http_app``)."""
-    try:
-        from mcpspec.runtime.connection import Server
-    except ImportError:
-        return False
-    return hasattr(Server, "http_app")
+    """Whether the connection layer has its ASGI app (in either spelling)."""
+    from peers.http_mcpspec import available
+
+    return available()
 
 
 def mcpspec_client_available() -> bool:
@@ -243,8 +259,22 @@ def available_apps() -> list[str]:
     if mcpspec_app_available():
         apps.insert(0, MCPSPEC)
     if sdk_available():
-        apps[1:1] = [SDK, SDK_SSE, SDK_STATELESS]
+        apps[1:1] = [SDK, SDK_MCPSERVER, SDK_SSE, SDK_STATELESS]
     return apps
+
+
+def baseline_app(site: Path, label: str) -> App:
+    """The mcpspec app served by the same peer code on the mcpspec installed in ``site``
+    (that of git revision ``label``; see ``bench/before_after.py``)."""
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    return App(f"{MCPSPEC}@{label}", APPS[MCPSPEC].factory, REVISIONS, (("PYTHONPATH", path),))
+
+
+def baseline_apps(args: argparse.Namespace) -> list[App]:
+    """The baseline app a worker is asked for (``--baseline-site``), if any."""
+    if args.baseline_site is None:
+        return []
+    return [baseline_app(Path(args.baseline_site), args.baseline_label)]
 
 
 # -- servers ----------------------------------------------------------------------------------
@@ -616,13 +646,24 @@ async def open_lane(
     return Lane(key, {n: echoes[:n] for n in IN_FLIGHT}, server.pid)
 
 
-async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str, Any]:
-    """Every row of the load table, in each of ``revisions``."""
-    apps = available_apps()
-    rows = [row for row in ROWS if row.app in apps]
-    result: dict[str, Any] = {"rounds": {}, "servers": {}}
+async def load_worker(
+    revisions: Sequence[str],
+    settings: Settings,
+    keys: Sequence[str] | None = None,
+    baselines: Sequence[App] = (),
+) -> dict[str, Any]:
+    """Every row of the load table (or those of ``keys``), and a row of each app of
+    ``baselines``, in each of ``revisions``. A row whose app cannot serve a revision
+    (its first calls fail) is left out of that revision's rounds, and the reason is kept
+    under ``failed``."""
+    apps = {key: APPS[key] for key in available_apps()}
+    apps.update((app.key, app) for app in baselines)
+    rows = [row for row in ROWS if row.app in apps and (keys is None or row.key in keys)]
+    rows += [Row(app.key, app.key, "raw") for app in baselines]
+    wanted = [apps[key] for key in dict.fromkeys(row.app for row in rows)]
+    result: dict[str, Any] = {"rounds": {}, "servers": {}, "failed": {}}
     async with (
-        running_servers([APPS[a] for a in apps], settings) as servers,
+        running_servers(wanted, settings) as servers,
         AsyncExitStack() as stack,
     ):
         result["servers"] = {k: {"http": s.http, "loop": s.loop} for k, s in servers.items()}
@@ -632,7 +673,13 @@ async def load_worker(revisions: Sequence[str], settings: Settings) -> dict[str,
                 server = servers[row.app]
                 if revision not in server.app.revisions:
                     continue
-                lanes.append(await open_lane(stack, row.key, row, server, revision))
+                try:
+                    lane = await open_lane(stack, row.key, row, server, revision)
+                    await lane.echoes[max(IN_FLIGHT)][-1]("can you serve this revision?")
+                    lanes.append(lane)
+                except (AssertionError, EOFError, OSError, ValueError, LookupError) as exc:
+                    failed = result["failed"].setdefault(revision, {})
+                    failed[row.key] = f"{type(exc).__name__}: {exc}"[:300]
             result["rounds"][revision] = await run_rounds(lanes, settings, revision)
     return result
 
@@ -689,9 +736,14 @@ async def session_memory(server: RunningServer, sessions: int) -> dict[str, Any]
     }
 
 
-async def memory_worker(settings: Settings) -> dict[str, Any]:
-    """Server memory per open session, mcpspec and the SDK (fresh servers)."""
-    apps = [APPS[a] for a in (MCPSPEC, SDK) if a in available_apps()]
+#: The apps whose memory per open session is measured.
+MEMORY_APPS: Final = (MCPSPEC, SDK_MCPSERVER, SDK)
+
+
+async def memory_worker(settings: Settings, baselines: Sequence[App] = ()) -> dict[str, Any]:
+    """Server memory per open session: mcpspec, the SDK's ``MCPServer`` and its
+    low-level server, and the apps of ``baselines`` (fresh servers)."""
+    apps = [APPS[a] for a in MEMORY_APPS if a in available_apps()] + list(baselines)
     async with running_servers(apps, settings) as servers:
         return {
             key: await session_memory(server, settings.memory_sessions)
@@ -907,10 +959,12 @@ def _worker(args: argparse.Namespace) -> None:
     """The worker's entry: one measurement, as JSON on stdout."""
     settings = Settings(**json.loads(args.settings))
     result: Any
+    baselines = baseline_apps(args)
     if args.worker == "load":
-        result = asyncio.run(load_worker(args.revision, settings))
+        keys = None if args.apps is None else args.apps.split(",")
+        result = asyncio.run(load_worker(args.revision, settings, keys, baselines))
     elif args.worker == "memory":
-        result = asyncio.run(memory_worker(settings))
+        result = asyncio.run(memory_worker(settings, baselines))
     elif args.worker == "floor":
         result = asyncio.run(floor_worker(settings))
     else:
@@ -968,9 +1022,11 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
         }
     load = answers["load"]
     section["servers"] = load["servers"]
+    section["failed"] = load["failed"]
     for revision in wanted:
         section["revisions"][revision] = summarize(load["rounds"][revision])
     section["memory"] = answers["memory"]
+    section["figure"] = speed_figure(section)
     clients = answers["clients"]
     section["clients"] = {
         "server": clients["server"],
@@ -979,6 +1035,32 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
     section["floor"] = summarize(answers["floor"], base=BARE)
     if mcpspec_app_available():
         section["app_cost"] = measure_app_cost(smoke=smoke)
+    return section
+
+
+def measure_against(
+    site: Path, label: str, revisions: Sequence[str], settings: Settings
+) -> dict[str, Any]:
+    """The mcpspec app of the checkout and that of revision ``label`` (installed in
+    ``site``) side by side in the same rounds, with the SDK's ``MCPServer`` and the bare
+    app (for the speed figure of both), and the memory per open session of each: the
+    HTTP part of ``bench/before_after.py``."""
+    wanted = [r for r in revisions if r in REVISIONS]
+    baseline = ["--baseline-site", str(site), "--baseline-label", label]
+    keys = ",".join(k for k in (MCPSPEC, SDK_MCPSERVER, BARE) if k in available_apps())
+    flags = [f"-r{r}" for r in wanted]
+    load = worker_answer(
+        _start_worker(settings, "--worker", "load", *flags, "--apps", keys, *baseline)
+    )
+    memory = worker_answer(_start_worker(settings, "--worker", "memory", *baseline))
+    section: dict[str, Any] = {
+        "settings": asdict(settings),
+        "servers": load["servers"],
+        "failed": load["failed"],
+        "revisions": {r: summarize(load["rounds"][r], base=SDK_MCPSERVER) for r in wanted},
+        "memory": memory,
+    }
+    section["figure"] = speed_figure(section, (MCPSPEC, f"{MCPSPEC}@{label}"))
     return section
 
 
@@ -1023,43 +1105,143 @@ def summarize(rounds: Rounds, base: str = SDK) -> dict[str, Any]:
     return {"base": base, "rows": rows}
 
 
-def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """The HTTP targets, as ``bench/run.py``'s ``evaluate_targets`` reports them."""
-    out: list[dict[str, Any]] = []
-    for name, ratio, limit in (
-        ("HTTP echo req/s (one uvicorn worker), mcpspec app ÷ SDK app", "over_base", 5.0),
-        ("HTTP echo req/s (one uvicorn worker), mcpspec app ÷ bare ASGI app", "over_bare", 0.6),
-    ):
-        found = [
-            (revision, n, value)
-            for revision, data in section["revisions"].items()
-            for n, value in data["rows"].get(MCPSPEC, {}).get(ratio, {}).items()
-        ]
-        if not found:
-            measured = "; ".join(section.get("notes", [])) or "not measured"
-            out.append(
-                {"target": name, "limit": f"≥ {limit:g}{X}", "measured": measured,
-                 "worst": "-", "pass": None}
-            )  # fmt: skip
+def _above(rows: dict[str, Any], key: str, n: str) -> list[float]:
+    """Row ``key``'s server CPU per request above the bare app's, round by round."""
+    theirs, bare = rows[key]["rounds"][n]["server_cpu"], rows[BARE]["rounds"][n]["server_cpu"]
+    return [a - b for a, b in zip(theirs, bare, strict=True)]
+
+
+def _positive_ratio(numerators: list[float], denominators: list[float]) -> float:
+    """The median of the rounds' ratios, over the rounds where both are above 0 (a
+    short batch can measure less CPU than the bare app's within the 10 ms tick of
+    ``/proc``): NaN when none is."""
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True) if a > 0 and b > 0]
+    return statistics.median(ratios) if ratios else math.nan
+
+
+def speed_figure(section: dict[str, Any], apps: Sequence[str] = (MCPSPEC,)) -> dict[str, Any]:
+    """The speed figure of ``apps`` in each revision measured: server CPU per request,
+    the same above the bare app's, and (the SDK's ``MCPServer`` above bare) ÷ (the app
+    above bare); and the memory per open session of each against ``MCPServer``'s."""
+    figure: dict[str, Any] = {"reference": SDK_MCPSERVER, "revisions": {}, "memory": {}}
+    for revision, data in section["revisions"].items():
+        rows = data["rows"]
+        if BARE not in rows:
             continue
-        worst = min(found, key=lambda row: row[2])
-        out.append(
-            {
-                "target": name,
-                "limit": f"≥ {limit:g}{X}",
-                "measured": "; ".join(
-                    f"{revision}: "
-                    + ", ".join(f"{v:.2f}{X} ({n} clients)" for r, n, v in found if r == revision)
-                    + " (server CPU per request: "
-                    + _pair(section["revisions"][revision]["rows"][MCPSPEC][f"cpu_{ratio}"], ".2f")
-                    + f"{X})"
-                    for revision in section["revisions"]
-                ),
-                "worst": f"{worst[0]}, {worst[1]} clients: {worst[2]:.2f}{X}",
-                "pass": all(value >= limit for _, _, value in found),
+        entries: dict[str, Any] = {}
+        for key in (BARE, SDK_MCPSERVER, *apps):
+            failed = section.get("failed", {}).get(revision, {}).get(key)
+            if key not in rows:
+                if failed is not None or key == SDK_MCPSERVER:
+                    entries[key] = {"failed": failed or "not measured"}
+                continue
+            entry: dict[str, Any] = {"server_cpu_us": rows[key]["server_cpu_us"]}
+            entry["above_bare_us"] = {
+                n: statistics.median(_above(rows, key, n)) * 1e6 for n in rows[key]["rounds"]
             }
+            if key not in (BARE, SDK_MCPSERVER) and SDK_MCPSERVER in rows:
+                entry["reference_over_this"] = {
+                    n: _positive_ratio(_above(rows, SDK_MCPSERVER, n), _above(rows, key, n))
+                    for n in rows[key]["rounds"]
+                }
+            entries[key] = entry
+        figure["revisions"][revision] = entries
+    memory = section.get("memory") or {}
+    reference = (memory.get(SDK_MCPSERVER) or {}).get("rss_kib_per_session")
+    for key in apps:
+        mine = (memory.get(key) or {}).get("rss_kib_per_session")
+        if mine is not None:
+            figure["memory"][key] = {
+                "kib_per_session": mine,
+                "reference_kib_per_session": reference,
+                "this_over_reference": mine / reference if reference else None,
+            }
+    return figure
+
+
+def _times(ratios: dict[str, float], n: int | None = None) -> str:
+    """Ratios with the multiplication sign (of ``n`` clients, else 1 / 16); ``n/a``
+    for none (NaN)."""
+    values = [ratios[str(k)] for k in ((n,) if n is not None else IN_FLIGHT)]
+    return " / ".join("n/a" if math.isnan(v) else f"{v:.2f}{X}" for v in values)
+
+
+def figure_lines(figure: dict[str, Any]) -> list[str]:
+    """The speed figure as markdown: a table and a line on memory."""
+    reference = figure["reference"]
+    lines = [
+        "Speed figure: server CPU per request above the bare app's, against the SDK's "
+        f"high-level server with decorators (`{reference}`) on the same server and load "
+        "(median over rounds; "
+        f"`{reference} ÷ this`: ({reference} above bare) ÷ (the row above bare), the "
+        "median of that ratio within each round).",
+        "",
+        "| revision | app | server CPU µs/req, 1 / 16 | above bare µs/req, 1 / 16 | "
+        f"{reference} ÷ this (above bare), 1 / 16 |",
+        "|---|---|---|---|---|",
+    ]
+    for revision, entries in figure["revisions"].items():
+        for key, entry in entries.items():
+            if "failed" in entry:
+                failed = f"could not serve {revision}: {entry['failed']}"
+                lines.append(f"| {revision} | {key} | {failed} | - | - |")
+                continue
+            ratio = entry.get("reference_over_this")
+            cells = [
+                revision,
+                key,
+                _pair(entry["server_cpu_us"], ",.0f"),
+                "-" if key == BARE else _pair(entry["above_bare_us"], ",.0f"),
+                "-" if ratio is None else _times(ratio),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    parts = []
+    for key, entry in figure["memory"].items():
+        part = f"{key} {entry['kib_per_session']:,.1f} KiB"
+        if entry["reference_kib_per_session"] is not None:
+            part += (
+                f" against {reference}'s {entry['reference_kib_per_session']:,.1f} KiB "
+                f"({entry['this_over_reference']:.2f}{X})"
+            )
+        parts.append(part)
+    if parts:
+        lines += ["", "Memory per open session (2025-11-25): " + "; ".join(parts) + "."]
+    return lines
+
+
+def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The HTTP speed figure, as ``bench/run.py``'s ``evaluate_targets`` reports its
+    targets: a figure to report, with no limit (the earlier targets on req/s, 5x the
+    SDK's low-level app and 0.6x the bare app, are retired)."""
+    name = (
+        f"HTTP server CPU per request above the bare app, {SDK_MCPSERVER} ÷ mcpspec "
+        "(one uvicorn worker)"
+    )
+    figure = section.get("figure") or {}
+    found = {
+        revision: entries[MCPSPEC]
+        for revision, entries in figure.get("revisions", {}).items()
+        if MCPSPEC in entries
+    }
+    if not found:
+        measured = "; ".join(section.get("notes", [])) or "not measured"
+        return [{"target": name, "limit": "-", "measured": measured, "worst": "-", "pass": None}]
+    parts = []
+    for revision, entry in found.items():
+        reference = figure["revisions"][revision].get(SDK_MCPSERVER, {})
+        if "failed" in reference:
+            parts.append(f"{revision}: {SDK_MCPSERVER} could not serve it")
+            continue
+        ratio = entry["reference_over_this"]
+        parts.append(
+            f"{revision}: "
+            + ", ".join(f"{_times(ratio, n)} ({n} clients)" for n in IN_FLIGHT)
+            + f" (above bare: mcpspec {_pair(entry['above_bare_us'], ',.0f')} µs, "
+            + f"{SDK_MCPSERVER} {_pair(reference['above_bare_us'], ',.0f')} µs)"
         )
-    return out
+    return [
+        {"target": name, "limit": "-", "measured": "; ".join(parts), "worst": "-", "pass": None}
+    ]
 
 
 def _pair(values: dict[str, float], fmt: str) -> str:
@@ -1088,7 +1270,7 @@ def _table(data: dict[str, Any], revision: str, *, bare: bool) -> list[str]:
     return lines
 
 
-def _header(first: str, one: str, many: str, *, bare: bool) -> list[str]:
+def _header(first: str, one: str, many: str, *, bare: bool, base: str = SDK) -> list[str]:
     header = [
         "revision",
         first,
@@ -1096,7 +1278,7 @@ def _header(first: str, one: str, many: str, *, bare: bool) -> list[str]:
         f"req/s, 16 {many}",
         "p50 ms, 1 / 16",
         "p99 ms, 1 / 16",
-        f"÷ {SDK}, 1 / 16",
+        f"÷ {base}, 1 / 16",
         *(["÷ bare, 1 / 16"] if bare else []),
         "client CPU µs/req, 1 / 16",
         "server CPU µs/req, 1 / 16",
@@ -1154,6 +1336,8 @@ def markdown(section: dict[str, Any]) -> str:
             + _client_share(section)
             + ". Below 1, the server is the side that bounds a rate.",
         ]
+    if section.get("figure", {}).get("revisions"):
+        lines += ["", *figure_lines(section["figure"])]
     if section.get("floor", {}).get("rows"):
         lines += floor_lines(section["floor"])
     if section.get("app_cost"):
@@ -1266,13 +1450,24 @@ def smoke_check(section: dict[str, Any]) -> None:
         expected = {
             row.key for row in ROWS if row.app in apps and revision in APPS[row.app].revisions
         }
+        expected -= set(section["failed"].get(revision, {}))
         assert set(data["rows"]) == expected, (revision, sorted(data["rows"]))
         for key, entry in data["rows"].items():
             for n in IN_FLIGHT:
                 rate = entry["rate"][str(n)]
                 assert 0 < rate < 10_000_000, (revision, key, n, rate)
                 assert 0 < entry["p50_ms"][str(n)] <= entry["p99_ms"][str(n)], (revision, key)
-    assert set(section["memory"]) == {a for a in (MCPSPEC, SDK) if a in apps}, section["memory"]
+    assert set(section["memory"]) == {a for a in MEMORY_APPS if a in apps}, section["memory"]
+    if MCPSPEC in apps and SDK_MCPSERVER in apps:
+        figure = section["figure"]
+        assert set(figure["revisions"]) == set(section["revisions"]), figure
+        for revision, entries in figure["revisions"].items():
+            assert {MCPSPEC, SDK_MCPSERVER, BARE} <= set(entries), (revision, entries)
+            if "failed" not in entries[SDK_MCPSERVER]:
+                ratio = entries[MCPSPEC]["reference_over_this"]
+                assert set(ratio) == {str(n) for n in IN_FLIGHT}, (revision, ratio)
+                assert all(math.isnan(v) or v > 0 for v in ratio.values()), (revision, ratio)
+        assert figure["memory"][MCPSPEC]["kib_per_session"] is not None, figure["memory"]
     for key, entry in section["memory"].items():
         assert entry["sessions"] > 0 and entry["rss_before_mib"] != 0, (key, entry)
     clients = {RAW}
@@ -1315,6 +1510,9 @@ def main(argv: list[str] | None = None) -> int:
         "--worker", choices=("load", "memory", "clients", "floor"), help=argparse.SUPPRESS
     )
     parser.add_argument("--settings", help=argparse.SUPPRESS)
+    parser.add_argument("--apps", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-site", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker(args)

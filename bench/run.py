@@ -8,6 +8,7 @@ exchange, ``mcp==2.3.0`` installed next to mcpspec)::
     python bench/run.py --smoke                # a handful of runs; asserts the harness works
     python bench/run.py --json out.json --markdown bench/RESULTS.md
     python bench/run.py --profile              # cProfile the mcpspec decode paths as well
+    python bench/run.py --baseline HEAD~3      # and the checkout against that revision
 
 Method. Every operation on a message is timed in batches (enough calls for a batch to last
 ``--batch-ms``, with the garbage collector off, as ``timeit`` does), and the operations of
@@ -50,7 +51,9 @@ stdio round trips of ``bench/stdio.py`` (echo calls through a real server subpro
 mcpspec and the SDK on either side; its docstring gives the method), and the HTTP round
 trips of ``bench/http_bench.py`` (echo POSTs to ASGI apps under one uvicorn worker),
 and the checker's own time of ``bench/check_bench.py`` (``mcpspec check`` on
-server-everything).
+server-everything). With ``--baseline REV``, the before-and-after section of
+``bench/before_after.py`` too: the HTTP app, stdio round trips and ``session.receive`` of
+the checkout against those of git revision ``REV``, side by side in the same rounds.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import before_after  # and, when asked, the checkout against a git revision
 import check_bench  # and the checker's own time
 import corpus  # the corpus module sits next to this script
 import http_bench  # and the HTTP round-trip benchmark
@@ -1201,6 +1205,11 @@ def markdown_document(report: dict[str, Any]) -> str:
                 if "check" in report
                 else []
             ),
+            *(
+                [before_after.markdown(report["before_after"], level=2)]
+                if "before_after" in report
+                else []
+            ),
         ]
     )
 
@@ -1423,6 +1432,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="timing rounds (default 25)")
     parser.add_argument("--batch-ms", type=float, default=None, help="batch length (default 8)")
     parser.add_argument("--profile", action="store_true", help="cProfile codec.decode paths too")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="the checkout against git revision REV too (before/after)"
+    )
     args = parser.parse_args(argv)
 
     if args.smoke:
@@ -1466,6 +1478,11 @@ def main(argv: list[str] | None = None) -> int:
     report["check"] = check_bench.measure(
         check_bench.Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke
     )
+    eras = tuple(r for r in revisions if r in http_bench.REVISIONS)
+    if args.baseline and eras:
+        report["before_after"] = before_after.measure(
+            args.baseline, smoke=args.smoke, rounds=args.rounds, revisions=eras
+        )
     modules = [mcpspec.module_name(r) for r in revisions]
     with tempfile.TemporaryDirectory() as directory:
         pythons = {BENCH_ENV: sys.executable}
@@ -1495,6 +1512,8 @@ def main(argv: list[str] | None = None) -> int:
     print(stdio.markdown(report["stdio"]))
     print(http_bench.markdown(report["http"]))
     print(check_bench.markdown(report["check"]))
+    if "before_after" in report:
+        print(before_after.markdown(report["before_after"]))
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1523,6 +1542,8 @@ def _smoke_checks(report: dict[str, Any]) -> None:
     stdio.smoke_check(report["stdio"])
     http_bench.smoke_check(report["http"])
     check_bench.smoke_check(report["check"])
+    if "before_after" in report:
+        before_after.smoke_check(report["before_after"])
     assert {t["target"] for t in report["targets"]} and all(
         t["pass"] in (True, False, None) for t in report["targets"]
     )

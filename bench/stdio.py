@@ -33,6 +33,14 @@ CPU time per call of the client (the worker process) and of the server (which an
 its own ``time.process_time()`` through a ``cpu`` tool, asked before and after): where
 a round trip's time goes.
 
+Before and after (``measure_against``, for ``bench/before_after.py``): the pair
+``mcpspec → mcpspec`` of the checkout and that of an earlier revision (its mcpspec
+installed into a folder of its own, on ``PYTHONPATH`` of a second worker and of the
+servers it launches, the same peer code on both) side by side in the same rounds, with the
+floor. A worker that serves batches (``--worker batches``) opens its pairs and then runs
+each batch the calling process asks for on its stdin, so the rounds of the two workers
+interleave batch by batch as the pairs of one worker do.
+
 Memory per open connection (client side): in a fresh process per client, with one
 connection open and warm, ``Settings.memory_connections`` more connections to the
 mcpspec echo server are opened (each makes one call); the growth of the process's
@@ -405,11 +413,38 @@ async def profile_pair(pair: Pair, revision: str, calls: int, in_flight: int, to
     return out.getvalue()
 
 
+async def serve_batches(revision: str, pairs: Sequence[Pair], settings: Settings) -> None:
+    """Open a connection of every pair, warm each up, say ``ready`` (a JSON line naming
+    the mcpspec imported), then run each batch asked for on stdin (a line ``PAIR<tab>N``:
+    the pair's key, the calls in flight) and answer its measures as a JSON line, until
+    stdin closes."""
+    import anyio
+
+    import mcpspec
+
+    by_key = {pair.key: pair for pair in pairs}
+    async with open_pairs(pairs, revision) as callers:
+        for pair in pairs:
+            for in_flight in IN_FLIGHT:
+                await echo_batch(callers[pair], settings.warmup_calls * in_flight, in_flight)
+        print(json.dumps({"ready": mcpspec.__file__}), flush=True)
+        while line := await anyio.to_thread.run_sync(sys.stdin.readline):
+            key, in_flight = line.rstrip("\n").split("\t")
+            n = int(in_flight)
+            batch = await measured_batch(callers[by_key[key]], settings.calls(n), n)
+            print(json.dumps(batch), flush=True)
+
+
 def _worker(args: argparse.Namespace) -> None:
     """The worker's entry: one measurement, as JSON on stdout."""
     import anyio
 
     settings = Settings(**json.loads(args.settings))
+    if args.worker == "batches":
+        by_key = {pair.key: pair for pair in PAIRS}
+        pairs = [by_key[key] for key in args.pairs.split(",")]
+        anyio.run(serve_batches, args.revision[0], pairs, settings)
+        return
     if args.worker == "throughput":
         by_key = {pair.key: pair for pair in PAIRS}
         pairs = [by_key[key] for key in args.pairs.split(",")]
@@ -482,6 +517,90 @@ def measure(revisions: Sequence[str], settings: Settings, *, smoke: bool = False
     section["memory"] = {client: worker_answer(worker) for client, worker in memory.items()}
     for revision in wanted:
         section["revisions"][revision] = summarize(by_revision[revision])
+    return section
+
+
+class BatchWorker:
+    """A worker serving batches (``--worker batches``) of its pairs in one revision,
+    with ``site`` (a folder holding an mcpspec) first on its ``PYTHONPATH`` if given."""
+
+    def __init__(
+        self, settings: Settings, revision: str, pairs: Sequence[Pair], site: Path | None
+    ) -> None:
+        env = dict(os.environ)
+        if site is not None:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
+        keys = ",".join(pair.key for pair in pairs)
+        command = [sys.executable, __file__, "--settings", json.dumps(asdict(settings))]
+        command += ["--worker", "batches", "-r", revision, "--pairs", keys]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+        )
+        #: Where the worker's mcpspec is (its ``__file__``), once it is ready.
+        self.mcpspec = str(self._answer()["ready"])
+
+    def _answer(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"a benchmark worker failed (exit status {self._process.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def batch(self, pair: Pair, in_flight: int) -> dict[str, float]:
+        """The measures of one batch of ``pair`` with ``in_flight`` calls at once."""
+        assert self._process.stdin is not None
+        self._process.stdin.write(f"{pair.key}\t{in_flight}\n")
+        self._process.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        """Close its stdin (it closes its connections and exits) and wait for it."""
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        if self._process.wait() != 0:
+            raise RuntimeError(
+                f"a benchmark worker failed (exit status {self._process.returncode})"
+            )
+
+
+def measure_against(
+    site: Path, label: str, revisions: Sequence[str], settings: Settings
+) -> dict[str, Any]:
+    """``mcpspec → mcpspec`` of the checkout and of revision ``label`` (its mcpspec
+    installed in ``site``), with the floor, side by side in the same rounds (see the
+    module's docstring), in each of ``revisions``: the stdio part of
+    ``bench/before_after.py``. The baseline's pair is keyed ``mcpspec@LABEL``."""
+    baseline_key = f"{MCPSPEC}@{label}"
+    section: dict[str, Any] = {"settings": asdict(settings), "revisions": {}}
+    for revision in (r for r in revisions if r in REVISIONS):
+        after = BatchWorker(settings, revision, [MCPSPEC_PAIR, FLOOR_PAIR], None)
+        before = BatchWorker(settings, revision, [MCPSPEC_PAIR], site)
+        assert not after.mcpspec.startswith(str(site)), after.mcpspec
+        assert before.mcpspec.startswith(str(site)), before.mcpspec  # the baseline's own
+        lanes = [
+            (MCPSPEC_PAIR.key, after, MCPSPEC_PAIR),
+            (baseline_key, before, MCPSPEC_PAIR),
+            (FLOOR, after, FLOOR_PAIR),
+        ]
+        rounds: Rounds = {
+            key: {str(n): {m: [] for m in MEASURES} for n in IN_FLIGHT} for key, _, _ in lanes
+        }
+        try:
+            for round_ in range(settings.rounds):
+                shift = round_ % len(lanes)
+                for key, worker, pair in [*lanes[shift:], *lanes[:shift]]:
+                    for in_flight in IN_FLIGHT:
+                        for measure_, value in worker.batch(pair, in_flight).items():
+                            rounds[key][str(in_flight)][measure_].append(value)
+                print(
+                    f"  stdio {revision} round {round_ + 1}/{settings.rounds} against {label}",
+                    file=sys.stderr,
+                )
+        finally:
+            after.close()
+            before.close()
+        section["revisions"][revision] = summarize(rounds)
     return section
 
 
@@ -686,7 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the section as JSON here")
     parser.add_argument("--profile", metavar="PAIR", help='cProfile one pair, e.g. "SDK → SDK"')
     parser.add_argument("--in-flight", type=int, default=1, help="with --profile (default 1)")
-    parser.add_argument("--worker", choices=("throughput", "memory"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=("throughput", "memory", "batches"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--settings", help=argparse.SUPPRESS)
     parser.add_argument("--pairs", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)

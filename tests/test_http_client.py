@@ -662,9 +662,9 @@ async def test_the_standalone_get_stream_is_open_before_the_first_request() -> N
 async def test_a_get_never_answered_holds_the_client_back_only_a_while(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpspec.runtime.connection.http import client as http_client
+    from mcpspec.runtime.connection.http import client_streamable
 
-    monkeypatch.setattr(http_client, "STANDALONE_WAIT", 0.2)
+    monkeypatch.setattr(client_streamable, "STANDALONE_WAIT", 0.2)
 
     async def handle(seen: Seen) -> Response | None:
         if seen.method == "GET":
@@ -1092,11 +1092,11 @@ async def test_a_forged_library_header_is_dropped() -> None:
         "http://127.0.0.1:1/mcp",
         headers={"MCP-Protocol-Version": "1999", "mcp-param-x": "y", "X-Trace": "1"},
     )
-    assert stream._headers == {"X-Trace": "1"}
+    assert stream._link.headers == {"X-Trace": "1"}
     with pytest.raises(ValueError):
         HttpClientStream("http://127.0.0.1:1/mcp", transport="carrier-pigeon")  # type: ignore[arg-type]
     stream = HttpClientStream("http://127.0.0.1:1/mcp", timeout=httpx.Timeout(2.0))
-    assert stream._stream_timeout.read is None
+    assert stream._link.stream_timeout.read is None
 
 
 # -- what a hostile server sends never escapes as anything but the library's errors -----------

@@ -30,6 +30,7 @@ from mcpspec.runtime import ProtocolViolation, Rule
 from mcpspec.runtime.connection import (
     Client,
     ConnectionClosed,
+    MessageStream,
     NegotiationRefused,
     RequestError,
     RequestTimeout,
@@ -40,6 +41,11 @@ from mcpspec.runtime.connection import (
 from mcpspec.runtime.connection.context import RequestContext
 from mcpspec.runtime.connection.http.client import HttpClientStream
 from mcpspec.runtime.connection.http.client_events import SseDecoder, SseEvent
+from mcpspec.runtime.connection.http.client_legacy import LegacySseTransport
+from mcpspec.runtime.connection.http.client_link import ClientLink, HttpClientTransport
+from mcpspec.runtime.connection.http.client_stateless import StatelessHttpTransport
+from mcpspec.runtime.connection.http.client_streamable import StreamableHttpTransport
+from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
 from tests.test_connection_client import Probe, demo_server
 
 pytestmark = pytest.mark.anyio
@@ -1027,6 +1033,53 @@ async def test_handshake_revisions_keep_every_tool() -> None:
 
     async with app_serving(server) as (url, _), Client.http(url, mode="2025-11-25") as client:
         assert len(await client.list_tools()) == 2
+
+
+@pytest.mark.parametrize("era", ["2024-11-05", "2025-11-25", "2026-07-28"])
+async def test_each_transport_is_a_message_stream_of_its_own(era: str) -> None:
+    """Each transport class, alone on a link of its own, carries a whole conversation of
+    its era (the selector only picks among them)."""
+    server = demo_server(Probe())
+    app = server.http_app(legacy_sse=True)
+    async with serving(app) as base:
+        link = ClientLink(
+            f"{base}/mcp",
+            headers=None,
+            auth=None,
+            timeout=GUARD,
+            http_client=None,
+            max_message_size=1 << 20,
+            queue_size=16,
+        )
+        stream: HttpClientTransport
+        if era == "2026-07-28":
+            stream = StatelessHttpTransport(link, ToolHeaderMemory())
+        elif era == "2025-11-25":
+            stream = StreamableHttpTransport(link)
+        else:
+            stream = LegacySseTransport(link)
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[MessageStream]:
+            await link.open()
+            try:
+                if isinstance(stream, LegacySseTransport):
+                    await stream.open(GUARD)
+                yield stream
+            finally:
+                await stream.aclose()
+                await link.close()
+
+        async with Client(connect, mode=era) as client:
+            assert client.revision == era
+            assert (await client.call_tool("echo", {"text": "alone"})).text == "alone"
+            if isinstance(stream, StreamableHttpTransport):
+                assert stream.session_id is not None
+                assert stream.protocol_version == era
+            if isinstance(stream, LegacySseTransport):
+                assert stream.endpoint is not None and "/messages" in stream.endpoint
+                assert stream.protocol_version == era
+        assert link.closed
 
 
 async def test_listen_over_http_in_2026() -> None:

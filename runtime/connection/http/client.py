@@ -2,7 +2,7 @@
 
 One :class:`~mcpspec.runtime.connection.transport.MessageStream` speaks whatever the
 server at a URL speaks. It is a small selector over one transport class per era, all
-on one :class:`~.client_link.HttpLink` (the HTTP client, the received messages, the
+on one :class:`~.client_link.ClientLink` (the HTTP client, the received messages, the
 tasks that post, the reading of answers):
 
 * :class:`~.client_streamable.StreamableHttpTransport`: Streamable HTTP with sessions
@@ -50,8 +50,8 @@ from .client_link import (
     DEFAULT_TIMEOUT,
     LIBRARY_HEADERS,
     QUEUE_SIZE,
+    ClientLink,
     HttpClientTransport,
-    HttpLink,
     InitializeAnswer,
     OutgoingEnvelope,
     OutgoingParams,
@@ -137,7 +137,7 @@ class HttpClientStream:
             raise ValueError(
                 "max_message_size and queue_size must be positive, max_reconnects not negative"
             )
-        self._link = HttpLink(
+        self._link = ClientLink(
             url,
             headers=headers,
             auth=auth,
@@ -243,9 +243,14 @@ class HttpClientStream:
 
     def _transport_of(self, message: OutgoingEnvelope) -> HttpClientTransport:
         """The transport ``message`` goes by (updating the model the session is in)."""
+        method = message.method
+        if method == "notifications/cancelled" and message.params is not None:
+            # A 2026-07-28 request is cancelled by closing its stream, whatever came after.
+            post = self._link.posts.get(message.params.request_id)
+            if post is not None and post.stateless:
+                return self._stateless
         if self._legacy is not None:
             return self._legacy
-        method = message.method
         if isinstance(method, str) and message.id is not UNSET:
             if method == "initialize":
                 self._current = self._streamable
@@ -253,11 +258,6 @@ class HttpClientStream:
             if stateless_version(message) is not None:
                 if not self._streamable.initialized:
                     self._current = self._stateless
-                return self._stateless
-        elif method == "notifications/cancelled" and message.params is not None:
-            # A 2026-07-28 request is cancelled by closing its stream, whatever came after.
-            post = self._link.posts.get(message.params.request_id)
-            if post is not None and post.stateless:
                 return self._stateless
         return self._current
 

@@ -12,7 +12,7 @@ from msgspec import UNSET
 
 from ..errors import ConnectionClosed, MessageTooLarge
 from .client_link import (
-    HttpLink,
+    ClientLink,
     OutgoingEnvelope,
     Post,
     answered_id,
@@ -29,7 +29,7 @@ logger = logging.getLogger("mcpspec.connection")
 
 class LegacySseTransport:
     """The HTTP+SSE transport of 2024-11-05 (deprecated, still deployed), over an
-    :class:`~.client_link.HttpLink`: :meth:`open` ``GET``\\ s the URL (then its ``sse``
+    :class:`~.client_link.ClientLink`: :meth:`open` ``GET``\\ s the URL (then its ``sse``
     sibling) for the ``endpoint`` event (:class:`~.client_sse.LegacySseChannel`); from
     then on every message is posted there, its acknowledgement bounded by the read
     timeout, and every server message, answers included, comes on that one stream.
@@ -42,7 +42,7 @@ class LegacySseTransport:
     #: the sender is cancelled: a connection needs no shield around it.
     _completes_sends: Final = True
 
-    def __init__(self, link: HttpLink) -> None:
+    def __init__(self, link: ClientLink) -> None:
         self._link = link
         self._channel: LegacySseChannel | None = None
         self._initialize_id: Any = UNSET
@@ -94,7 +94,7 @@ class LegacySseTransport:
     # -- the MessageStream protocol -------------------------------------------------------------
 
     async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.HttpLink.receive`)."""
+        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
         return await self._link.receive()
 
     async def send(self, data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""What every HTTP transport of the client shares: :class:`HttpLink`.
+"""What every HTTP transport of the client shares: :class:`ClientLink`.
 
 The three transports a client speaks (:mod:`.client_streamable`, :mod:`.client_stateless`,
 :mod:`.client_legacy`) differ in the headers they post with and in what they do around a
@@ -7,9 +7,9 @@ post; the rest is here, once:
 * one HTTP client to the server (``httpx`` or ``httpx2``: :mod:`.library`), every
   exchange asking for the codings :mod:`.decoding` undoes in bounded steps;
 * the queue of the messages received, bounded by ``queue_size`` (a full queue holds the
-  responses back), read by :meth:`HttpLink.receive`;
-* a task per message posted (:meth:`HttpLink.start_request`,
-  :meth:`HttpLink.send_notice`), each cancelled when the link closes; at most
+  responses back), read by :meth:`ClientLink.receive`;
+* a task per message posted (:meth:`ClientLink.start_request`,
+  :meth:`ClientLink.send_notice`), each cancelled when the link closes; at most
   :data:`MAX_NOTICES_IN_FLIGHT` notifications and responses at once;
 * reading an answer: a body bounded by ``max_message_size`` and by the read timeout
   between two chunks, the ``message`` events of an SSE body, a JSON-RPC error body, and
@@ -54,8 +54,8 @@ __all__ = [
     "MAX_NOTICES_IN_FLIGHT",
     "BodyStalled",
     "BodyTooLarge",
+    "ClientLink",
     "HttpClientTransport",
-    "HttpLink",
     "InitializeAnswer",
     "OutgoingEnvelope",
     "OutgoingParams",
@@ -76,7 +76,7 @@ DEFAULT_TIMEOUT: Final = 30.0
 QUEUE_SIZE: Final = 64
 #: How much of an error body is quoted in a made-up error.
 BODY_QUOTED: Final = 512
-#: Notifications and responses posted at once (:meth:`HttpLink.send_notice`).
+#: Notifications and responses posted at once (:meth:`ClientLink.send_notice`).
 MAX_NOTICES_IN_FLIGHT: Final = 16
 #: Seconds closing waits for the notifications and responses being posted.
 NOTICE_GRACE: Final = 1.0
@@ -315,7 +315,7 @@ class Post:
 
 
 class HttpClientTransport(Protocol):
-    """One HTTP transport of MCP as the client speaks it, over an :class:`HttpLink`:
+    """One HTTP transport of MCP as the client speaks it, over an :class:`ClientLink`:
     what a connection needs of a message stream
     (:class:`~mcpspec.runtime.connection.transport.MessageStream`), and
     :meth:`send_message` for a message already read (the selector reads each message
@@ -342,7 +342,7 @@ class HttpClientTransport(Protocol):
         ...
 
 
-class HttpLink:
+class ClientLink:
     """The client's link to the server at ``url``, shared by its transports: the HTTP
     client, the queue of received messages, the tasks that post, and the reading of
     answers (see the module's docstring). :meth:`open` and :meth:`close` bracket it;

@@ -14,7 +14,7 @@ from .client_link import (
     DEFAULT_TIMEOUT,
     BodyStalled,
     BodyTooLarge,
-    HttpLink,
+    ClientLink,
     incoming,
     initialize_version,
     media_type,
@@ -55,7 +55,7 @@ class SessionRenewal:
     (:data:`MAX_RENEWALS`, reset by :meth:`progressed`). What the old session held on
     the server (a logging level, resource subscriptions) is not set again."""
 
-    def __init__(self, link: HttpLink, session: RenewableSession, *, enabled: bool) -> None:
+    def __init__(self, link: ClientLink, session: RenewableSession, *, enabled: bool) -> None:
         self._link = link
         self._session = session
         self._enabled = enabled

@@ -9,7 +9,7 @@ from typing import Any, Final
 import anyio
 
 from .client_events import SseDecoder
-from .client_link import HttpLink, Post, media_type
+from .client_link import ClientLink, Post, media_type
 
 __all__ = ["MAX_RECONNECTS", "MIN_RETRY", "RECONNECT_DELAY", "SseResumption"]
 
@@ -39,7 +39,7 @@ class SseResumption:
 
     def __init__(
         self,
-        link: HttpLink,
+        link: ClientLink,
         session_headers: Callable[[], dict[str, str]],
         *,
         max_reconnects: int = MAX_RECONNECTS,

@@ -11,7 +11,7 @@ from msgspec import UNSET
 from mcpspec.runtime.mirror import MirrorError, request_headers
 
 from ..errors import ConnectionClosed
-from .client_link import HttpLink, OutgoingEnvelope, Post, outgoing, stateless_version
+from .client_link import ClientLink, OutgoingEnvelope, Post, outgoing, stateless_version
 from .client_tools import ToolHeaderMemory
 
 __all__ = ["StatelessHttpTransport"]
@@ -19,7 +19,7 @@ __all__ = ["StatelessHttpTransport"]
 
 class StatelessHttpTransport:
     """Streamable HTTP of 2026-07-28 (stateless), over an
-    :class:`~.client_link.HttpLink`: no session, no handshake; every request is a POST
+    :class:`~.client_link.ClientLink`: no session, no handshake; every request is a POST
     that stands alone, with the headers mirrored from its body (``MCP-Protocol-Version``
     from its ``_meta``, ``Mcp-Method``, ``Mcp-Name``, and the ``Mcp-Param-*`` of the
     tool's ``x-mcp-header`` parameters, :class:`~.client_tools.ToolHeaderMemory`), read
@@ -35,14 +35,14 @@ class StatelessHttpTransport:
     #: the sender is cancelled: a connection needs no shield around it.
     _completes_sends: Final = True
 
-    def __init__(self, link: HttpLink, tools: ToolHeaderMemory) -> None:
+    def __init__(self, link: ClientLink, tools: ToolHeaderMemory) -> None:
         self._link = link
         self._tools = tools
         #: The protocol version of the last request posted; ``None`` before.
         self.protocol_version: str | None = None
 
     async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.HttpLink.receive`)."""
+        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
         return await self._link.receive()
 
     async def send(self, data: bytes) -> None:

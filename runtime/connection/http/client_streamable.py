@@ -14,7 +14,7 @@ from msgspec import UNSET
 from ..errors import ConnectionClosed
 from .client_link import (
     DEFAULT_TIMEOUT,
-    HttpLink,
+    ClientLink,
     OutgoingEnvelope,
     Post,
     initialize_version,
@@ -54,7 +54,7 @@ Fallback = Callable[[bytes, Post], Awaitable[bool]]
 
 class StreamableHttpTransport:
     """Streamable HTTP with sessions (2025-03-26 ... 2025-11-25), over an
-    :class:`~.client_link.HttpLink`.
+    :class:`~.client_link.ClientLink`.
 
     Every message is a POST with the headers the revision requires (``Accept``,
     ``Content-Type``, ``MCP-Protocol-Version`` once negotiated, ``Mcp-Session-Id`` once
@@ -77,7 +77,7 @@ class StreamableHttpTransport:
 
     def __init__(
         self,
-        link: HttpLink,
+        link: ClientLink,
         *,
         renew_sessions: bool = True,
         max_reconnects: int = MAX_RECONNECTS,
@@ -112,7 +112,7 @@ class StreamableHttpTransport:
     # -- the MessageStream protocol -------------------------------------------------------------
 
     async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.HttpLink.receive`)."""
+        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
         return await self._link.receive()
 
     async def send(self, data: bytes) -> None:

@@ -8,6 +8,7 @@ response stream, ``x-mcp-header`` tools and ``subscriptions/listen``."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import socket
@@ -1033,6 +1034,21 @@ async def test_handshake_revisions_keep_every_tool() -> None:
 
     async with app_serving(server) as (url, _), Client.http(url, mode="2025-11-25") as client:
         assert len(await client.list_tools()) == 2
+
+
+def test_one_class_per_http_transport_and_a_selector_that_posts_nothing() -> None:
+    """Each transport is a class of its own module with what a connection needs of a
+    message stream; the selector (``HttpClientStream``) makes no HTTP exchange itself."""
+    from mcpspec.runtime.connection.http import client as selector
+
+    transports = (StreamableHttpTransport, StatelessHttpTransport, LegacySseTransport)
+    assert len({cls.__module__ for cls in transports}) == len(transports)
+    for cls in transports:
+        for name in ("send", "receive", "aclose", "send_message"):
+            assert inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
+        assert cls.__doc__ and cls._completes_sends
+    source = inspect.getsource(selector)
+    assert "open_exchange(" not in source and ".stream(" not in source
 
 
 @pytest.mark.parametrize("era", ["2024-11-05", "2025-11-25", "2026-07-28"])

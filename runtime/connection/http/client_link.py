@@ -52,6 +52,8 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "LIBRARY_HEADERS",
     "MAX_NOTICES_IN_FLIGHT",
+    "PARAM_HEADER_PREFIX",
+    "QUEUE_SIZE",
     "BodyStalled",
     "BodyTooLarge",
     "ClientLink",
@@ -61,6 +63,7 @@ __all__ = [
     "OutgoingParams",
     "Post",
     "answered_id",
+    "incoming",
     "initialize_version",
     "media_type",
     "outgoing",
@@ -315,7 +318,7 @@ class Post:
 
 
 class HttpClientTransport(Protocol):
-    """One HTTP transport of MCP as the client speaks it, over an :class:`ClientLink`:
+    """One HTTP transport of MCP as the client speaks it, over a :class:`ClientLink`:
     what a connection needs of a message stream
     (:class:`~mcpspec.runtime.connection.transport.MessageStream`), and
     :meth:`send_message` for a message already read (the selector reads each message

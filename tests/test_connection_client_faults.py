@@ -24,15 +24,18 @@ from mcpspec.runtime.connection import (
     NegotiationRefused,
     NewlineFramedStream,
     RequestError,
+    RequestTimeout,
     ResponseViolation,
     memory_byte_pipe,
     memory_pair,
 )
+from mcpspec.runtime.connection import client as client_module
 from mcpspec.runtime.connection.client import (
     MAX_INPUT_ROUNDS,
     MAX_LISTED_PAGES,
     Client,
     InputRoundsExceeded,
+    ListingTooLong,
     ServerRequestContext,
 )
 from mcpspec.runtime.connection.context import RequestContext
@@ -63,13 +66,16 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode()
 
 
-async def scripted(stream: MessageStream, reply: Reply) -> None:
-    """A server that answers ``initialize`` and gives every later request to ``reply``."""
+async def scripted(
+    stream: MessageStream, reply: Reply, opening: dict[str, Any] = INITIALIZE_RESULT
+) -> None:
+    """A server that answers ``initialize`` (with ``opening``) and gives every later
+    request to ``reply``."""
     try:
         while True:
             message = json.loads(await stream.receive())
             if message.get("method") == "initialize":
-                result = {"jsonrpc": "2.0", "id": message["id"], "result": INITIALIZE_RESULT}
+                result = {"jsonrpc": "2.0", "id": message["id"], "result": opening}
                 await stream.send(encode(result))
             elif "id" in message and "method" in message:
                 await reply(message, stream)
@@ -369,7 +375,7 @@ async def test_a_fresh_cursor_on_every_page_ends_listing_after_the_page_limit() 
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(scripted, server_end, reply)
         async with Client.over(client_end, mode="2025-11-25") as client:
-            with pytest.raises(ResponseViolation, match=f"more than {MAX_LISTED_PAGES} pages"):
+            with pytest.raises(ListingTooLong, match=f"more than {MAX_LISTED_PAGES} pages"):
                 await client.list_tools()
             assert len(served) == MAX_LISTED_PAGES
             # Page by page, the caller decides (here: a limit of its own).
@@ -377,6 +383,97 @@ async def test_a_fresh_cursor_on_every_page_ends_listing_after_the_page_limit() 
                 async for _ in client.tool_pages(max_pages=3):
                     pass
             assert len(served) == MAX_LISTED_PAGES + 3
+        task_group.cancel_scope.cancel()
+
+
+#: The member of each listing's result that holds its items.
+LISTED = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
+
+
+@pytest.mark.parametrize(
+    "listing", ["list_tools", "list_resources", "list_resource_templates", "list_prompts"]
+)
+async def test_a_listing_timeout_bounds_the_whole_listing(listing: str) -> None:
+    """A server minting a fresh cursor on every page, each page quick enough for the
+    timeout: the timeout bounds the listing, not each page (1000 pages of 10 ms would
+    run for 10 s and more)."""
+    served: list[int] = []
+
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
+        served.append(message["id"])
+        await anyio.sleep(0.01)
+        result = {LISTED[message["method"]]: [], "nextCursor": f"c{len(served)}"}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+    listing_all = {"tools": {}, "resources": {}, "prompts": {}}
+    opening = {**INITIALIZE_RESULT, "capabilities": listing_all}
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply, opening)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with anyio.fail_after(5), pytest.raises(RequestTimeout) as timed_out:
+                await getattr(client, listing)(timeout=0.2)
+            assert timed_out.value.timeout == 0.2
+            assert 0 < len(served) < MAX_LISTED_PAGES
+            assert client.session.outstanding == frozenset()
+        task_group.cancel_scope.cancel()
+
+
+async def test_a_listing_holds_a_bounded_number_of_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pages of large tools under fresh cursors: the listing ends once what it would
+    hold passes the bound, with a typed error, instead of holding every page."""
+    monkeypatch.setattr(client_module, "MAX_LISTED_BYTES", 10_000)
+    served: list[int] = []
+
+    async def reply(message: dict[str, Any], stream: MessageStream) -> None:
+        served.append(message["id"])
+        tool = {"name": f"t{len(served)}", "description": "x" * 3000}
+        tool["inputSchema"] = {"type": "object"}
+        result = {"tools": [tool], "nextCursor": f"c{len(served)}"}
+        await stream.send(encode({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(scripted, server_end, reply)
+        async with Client.over(client_end, mode="2025-11-25") as client:
+            with anyio.fail_after(GUARD), pytest.raises(ListingTooLong, match="10000 bytes"):
+                await client.list_tools()
+            assert len(served) == 4  # the fourth page passes 10,000 bytes
+            # Read page by page, the caller holds what it keeps.
+            pages = client.tool_pages()
+            for _ in range(6):
+                assert len((await anext(pages)).tools) == 1
+            await pages.aclose()
+        task_group.cancel_scope.cancel()
+
+
+async def test_a_request_timeout_bounds_the_input_rounds_too() -> None:
+    """A 2026-07-28 request whose server asks for input: the timeout bounds the whole
+    call, the client's own handler answering included."""
+    server = Server("curious")
+
+    @server.handler("tools/call")
+    async def call(request: Any, ctx: RequestContext) -> Any:
+        await ctx.elicit(message="more?", requested_schema={"properties": {}})
+        return {"content": []}
+
+    async def answer(params: Any, ctx: ServerRequestContext) -> Any:
+        await anyio.sleep_forever()
+
+    client_end, server_end = memory_pair()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(server.serve, server_end)
+        async with Client.over(client_end, mode="2026-07-28", elicitation=answer) as client:
+            with anyio.fail_after(5), pytest.raises(RequestTimeout) as timed_out:
+                await client.call_tool("ask", timeout=0.2)
+            assert timed_out.value.timeout == 0.2
         task_group.cancel_scope.cancel()
 
 

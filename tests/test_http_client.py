@@ -8,6 +8,7 @@ response stream, ``x-mcp-header`` tools and ``subscriptions/listen``."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import socket
@@ -30,6 +31,7 @@ from mcpspec.runtime import ProtocolViolation, Rule
 from mcpspec.runtime.connection import (
     Client,
     ConnectionClosed,
+    MessageStream,
     NegotiationRefused,
     RequestError,
     RequestTimeout,
@@ -40,6 +42,11 @@ from mcpspec.runtime.connection import (
 from mcpspec.runtime.connection.context import RequestContext
 from mcpspec.runtime.connection.http.client import HttpClientStream
 from mcpspec.runtime.connection.http.client_events import SseDecoder, SseEvent
+from mcpspec.runtime.connection.http.client_legacy import LegacySseTransport
+from mcpspec.runtime.connection.http.client_link import ClientLink, HttpClientTransport
+from mcpspec.runtime.connection.http.client_stateless import StatelessHttpTransport
+from mcpspec.runtime.connection.http.client_streamable import StreamableHttpTransport
+from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
 from tests.test_connection_client import Probe, demo_server
 
 pytestmark = pytest.mark.anyio
@@ -662,9 +669,9 @@ async def test_the_standalone_get_stream_is_open_before_the_first_request() -> N
 async def test_a_get_never_answered_holds_the_client_back_only_a_while(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpspec.runtime.connection.http import client as http_client
+    from mcpspec.runtime.connection.http import client_streamable
 
-    monkeypatch.setattr(http_client, "STANDALONE_WAIT", 0.2)
+    monkeypatch.setattr(client_streamable, "STANDALONE_WAIT", 0.2)
 
     async def handle(seen: Seen) -> Response | None:
         if seen.method == "GET":
@@ -1029,6 +1036,68 @@ async def test_handshake_revisions_keep_every_tool() -> None:
         assert len(await client.list_tools()) == 2
 
 
+def test_one_class_per_http_transport_and_a_selector_that_posts_nothing() -> None:
+    """Each transport is a class of its own module with what a connection needs of a
+    message stream; the selector (``HttpClientStream``) makes no HTTP exchange itself."""
+    from mcpspec.runtime.connection.http import client as selector
+
+    transports = (StreamableHttpTransport, StatelessHttpTransport, LegacySseTransport)
+    assert len({cls.__module__ for cls in transports}) == len(transports)
+    for cls in transports:
+        for name in ("send", "receive", "aclose", "send_message"):
+            assert inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
+        assert cls.__doc__ and cls._completes_sends
+    source = inspect.getsource(selector)
+    assert "open_exchange(" not in source and ".stream(" not in source
+
+
+@pytest.mark.parametrize("era", ["2024-11-05", "2025-11-25", "2026-07-28"])
+async def test_each_transport_is_a_message_stream_of_its_own(era: str) -> None:
+    """Each transport class, alone on a link of its own, carries a whole conversation of
+    its era (the selector only picks among them)."""
+    server = demo_server(Probe())
+    app = server.http_app(legacy_sse=True)
+    async with serving(app) as base:
+        link = ClientLink(
+            f"{base}/mcp",
+            headers=None,
+            auth=None,
+            timeout=GUARD,
+            http_client=None,
+            max_message_size=1 << 20,
+            queue_size=16,
+        )
+        stream: HttpClientTransport
+        if era == "2026-07-28":
+            stream = StatelessHttpTransport(link, ToolHeaderMemory())
+        elif era == "2025-11-25":
+            stream = StreamableHttpTransport(link)
+        else:
+            stream = LegacySseTransport(link)
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[MessageStream]:
+            await link.open()
+            try:
+                if isinstance(stream, LegacySseTransport):
+                    await stream.open(GUARD)
+                yield stream
+            finally:
+                await stream.aclose()
+                await link.close()
+
+        async with Client(connect, mode=era) as client:
+            assert client.revision == era
+            assert (await client.call_tool("echo", {"text": "alone"})).text == "alone"
+            if isinstance(stream, StreamableHttpTransport):
+                assert stream.session_id is not None
+                assert stream.protocol_version == era
+            if isinstance(stream, LegacySseTransport):
+                assert stream.endpoint is not None and "/messages" in stream.endpoint
+                assert stream.protocol_version == era
+        assert link.closed
+
+
 async def test_listen_over_http_in_2026() -> None:
     server = demo_server(Probe())
     server.list_changed = True
@@ -1092,11 +1161,11 @@ async def test_a_forged_library_header_is_dropped() -> None:
         "http://127.0.0.1:1/mcp",
         headers={"MCP-Protocol-Version": "1999", "mcp-param-x": "y", "X-Trace": "1"},
     )
-    assert stream._headers == {"X-Trace": "1"}
+    assert stream._link.headers == {"X-Trace": "1"}
     with pytest.raises(ValueError):
         HttpClientStream("http://127.0.0.1:1/mcp", transport="carrier-pigeon")  # type: ignore[arg-type]
     stream = HttpClientStream("http://127.0.0.1:1/mcp", timeout=httpx.Timeout(2.0))
-    assert stream._stream_timeout.read is None
+    assert stream._link.stream_timeout.read is None
 
 
 # -- what a hostile server sends never escapes as anything but the library's errors -----------

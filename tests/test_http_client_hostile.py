@@ -29,6 +29,7 @@ from mcpspec.runtime.connection.http.client import (
     HttpClientStream,
 )
 from mcpspec.runtime.connection.http.client_events import SseDecoder
+from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, STEP, decoded_chunks
 from mcpspec.runtime.mirror import param_headers
 from tests.test_http_client import (
@@ -205,7 +206,7 @@ async def test_an_http_sse_answer_before_its_posts_acknowledgement_is_its_only_a
         )
         with anyio.fail_after(GUARD):
             assert "result" in json.loads(await stream.receive())
-            while stream._posts:  # the POST's task gave up waiting for the 202
+            while stream._link.posts:  # the POST's task gave up waiting for the 202
                 await anyio.sleep(0.05)
         await stream.send(
             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}).encode()
@@ -581,17 +582,21 @@ def test_remembered_tool_parameters_are_bounded() -> None:
         "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
     }
     annotated = param_headers(schema)
-    stream = HttpClientStream("http://127.0.0.1:1/mcp")
-    stream.remember_tool_params({"plain": ()})
-    assert stream._params_of("plain") == ()
+    memory = ToolHeaderMemory()
+    memory.remember({"plain": ()})
+    assert memory.params_of("plain") == ()
     for listing in range(3):
         names = range(listing * MAX_REMEMBERED_TOOLS, (listing + 1) * MAX_REMEMBERED_TOOLS)
-        stream.remember_tool_params({f"t{n}": annotated for n in names})
-    assert stream._params_of("t0") == ()  # listed first: forgotten
-    assert stream._params_of(f"t{3 * MAX_REMEMBERED_TOOLS - 1}") == annotated
-    assert len(stream._tool_params) == MAX_REMEMBERED_TOOLS
-    stream.remember_tool_params({f"t{2 * MAX_REMEMBERED_TOOLS}": ()})  # no longer annotated
-    assert stream._params_of(f"t{2 * MAX_REMEMBERED_TOOLS}") == ()
+        memory.remember({f"t{n}": annotated for n in names})
+    assert memory.params_of("t0") == ()  # listed first: forgotten
+    assert memory.params_of(f"t{3 * MAX_REMEMBERED_TOOLS - 1}") == annotated
+    assert len(memory) == MAX_REMEMBERED_TOOLS
+    memory.remember({f"t{2 * MAX_REMEMBERED_TOOLS}": ()})  # no longer annotated
+    assert memory.params_of(f"t{2 * MAX_REMEMBERED_TOOLS}") == ()
+    # The stream hands what it is told to its memory.
+    stream = HttpClientStream("http://127.0.0.1:1/mcp")
+    stream.remember_tool_params({"x": annotated})
+    assert stream._tools.params_of("x") == annotated
 
 
 # -- the SSE decoder ---------------------------------------------------------------------------

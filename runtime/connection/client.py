@@ -19,6 +19,7 @@ a mapping in wire form; it is typed as the negotiated revision's result.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import math
@@ -32,7 +33,13 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    aclosing,
+    asynccontextmanager,
+    suppress,
+)
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypedDict
 
@@ -57,7 +64,13 @@ from mcpspec.runtime.negotiation import META_LOG_LEVEL, ClientMode
 from mcpspec.runtime.rules import Rule
 from mcpspec.runtime.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
 
-from .errors import CancelledByPeer, ConnectionClosed, RequestError, ResponseViolation
+from .errors import (
+    CancelledByPeer,
+    ConnectionClosed,
+    RequestError,
+    RequestTimeout,
+    ResponseViolation,
+)
 from .peer import Peer, ProgressCallback, ViolationHandler
 from .results import Completions, ToolResult
 from .stdio import DEFAULT_GRACE, StderrMode, launch_server
@@ -73,6 +86,7 @@ __all__ = [
     "Client",
     "Completions",
     "InputRoundsExceeded",
+    "ListingTooLong",
     "LogCallback",
     "NotificationCallback",
     "ServerRequestContext",
@@ -90,6 +104,9 @@ MAX_INPUT_ROUNDS: Final = 16
 #: How many pages ``list_tools`` and its siblings read before they take the list for
 #: one that never ends (a server minting a fresh cursor on every page).
 MAX_LISTED_PAGES: Final = 1000
+#: How many bytes of items (as JSON) ``list_tools`` and its siblings hold before they
+#: take the list for one too large to hold at once (its pages can be read one by one).
+MAX_LISTED_BYTES: Final = 64 * 1024 * 1024
 #: How many change notifications a :class:`Subscription` holds unread (the same change
 #: is held once); later ones are dropped, with a warning.
 MAX_QUEUED_CHANGES: Final = 1024
@@ -143,6 +160,29 @@ NotificationCallback = Callable[[Any], Awaitable[None] | None]
 class InputRoundsExceeded(Exception):
     """A 2026-07-28 server kept answering ``InputRequiredResult`` past
     :data:`MAX_INPUT_ROUNDS` rounds."""
+
+
+class ListingTooLong(ResponseViolation):
+    """A listing (``list_tools`` and its siblings, or pages read with ``max_pages``)
+    went on past its bound: more than ``max_pages`` pages (a server minting a fresh
+    cursor on every page), or more than :data:`MAX_LISTED_BYTES` of items to hold.
+    Read the pages one by one (``tool_pages`` and its siblings) to go on."""
+
+
+class _Deadline:
+    """When a call must be over: its ``timeout`` (seconds, ``None``: never) counted
+    from now. Every step of a call (the pages of a listing, the input rounds of a
+    request, a retry) takes what is left of it."""
+
+    __slots__ = ("at", "timeout")
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.at = None if timeout is None else anyio.current_time() + timeout
+
+    def left(self) -> float | None:
+        """Seconds left (none when the call has no timeout)."""
+        return None if self.at is None else max(self.at - anyio.current_time(), 0.0)
 
 
 class Subscription:
@@ -624,23 +664,31 @@ class Client:
         :class:`~mcpspec.runtime.connection.ConnectionClosed`, or the session's
         ``LocalProtocolError`` when the request cannot be sent.
         """
-        response = await self._exchange(request, progress, timeout)
+        response = await self._exchange(request, progress, _Deadline(timeout))
         return response.result
 
     async def _exchange(
-        self, request: Any, progress: ProgressCallback | None, timeout: float | None
+        self, request: Any, progress: ProgressCallback | None, deadline: _Deadline
     ) -> ResponseReceived:
+        """Send ``request`` (and its retries with input) and get its answer, before
+        ``deadline``: past it, :class:`RequestTimeout` names the whole call's timeout."""
         peer = self._peer_now()
         session = peer.session
         if self._log_level is not None and session.model == "stateless":
             request = _with_meta(request, META_LOG_LEVEL, self._log_level)
-        deadline = None if timeout is None else anyio.current_time() + timeout
         for _ in range(MAX_INPUT_ROUNDS):
-            left = None if deadline is None else max(deadline - anyio.current_time(), 0.0)
-            response = await peer.request_response(request, progress=progress, timeout=left)
+            try:
+                response = await peer.request_response(
+                    request, progress=progress, timeout=deadline.left()
+                )
+            except RequestTimeout as exc:
+                raise RequestTimeout(exc.request_id, exc.method, deadline.timeout or 0.0) from None
             if not response.input_required:
                 return response
-            answers = await self._answer_inputs(response.result)
+            with anyio.move_on_after(deadline.left()) as answering:
+                answers = await self._answer_inputs(response.result)
+            if answering.cancelled_caught:
+                raise RequestTimeout(request.id, type(request).method, deadline.timeout or 0.0)
             request = session.retry_with_input(response, answers)
         raise InputRoundsExceeded(
             f"{type(request).method} still needed input after {MAX_INPUT_ROUNDS} rounds"
@@ -729,19 +777,25 @@ class Client:
         cursor: str | None,
         timeout: float | None,
         max_pages: int | None = None,
+        deadline: _Deadline | None = None,
     ) -> AsyncGenerator[Any, None]:
-        seen: set[str] = set()
+        """The results of ``name`` page by page: each page within ``timeout``, or all of
+        them before ``deadline``. The cursors seen are kept as digests: a server's long
+        cursors are not held."""
+        seen: set[bytes] = set()
         pages = 0
         while True:
             params = None if cursor is None else {"cursor": cursor}
             request = self._build(name, params)
-            result = await self.request(request, timeout=timeout)
+            page_deadline = deadline if deadline is not None else _Deadline(timeout)
+            result = (await self._exchange(request, None, page_deadline)).result
             yield result
             pages += 1
             cursor = result.next_cursor
             if cursor is UNSET or cursor is None:
                 return
-            if cursor in seen:
+            digest = hashlib.blake2b(cursor.encode("utf-8", "surrogatepass"), digest_size=16)
+            if digest.digest() in seen:
                 raise _paging_violation(
                     request, f"the server repeated cursor {show(cursor)} listing {items}"
                 )
@@ -750,8 +804,30 @@ class Client:
                     request,
                     f"the server gave more than {max_pages} pages listing {items}: "
                     "a list that never ends (iterate the pages to read on)",
+                    ListingTooLong,
                 )
-            seen.add(cursor)
+            seen.add(digest.digest())
+
+    async def _listing(
+        self, pages: AsyncGenerator[Any, None], name: str, field: str, items: str
+    ) -> list[Any]:
+        """Every item of ``pages`` (their ``field``), at most :data:`MAX_LISTED_BYTES`
+        of them as JSON; past it, :class:`ListingTooLong`."""
+        listed: list[Any] = []
+        held = 0
+        async with aclosing(pages):
+            async for page in pages:
+                found = getattr(page, field)
+                held += len(msgspec.json.encode(found))
+                if held > MAX_LISTED_BYTES:
+                    reason = (
+                        f"the server gave more than {MAX_LISTED_BYTES} bytes listing {items} "
+                        "(iterate the pages to read on)"
+                    )
+                    method = getattr(self.types, name).method
+                    raise ListingTooLong(_paging_event(method, reason, path="$.result"))
+                listed.extend(found)
+        return listed
 
     def tool_pages(
         self,
@@ -760,15 +836,25 @@ class Client:
         timeout: float | None = None,
         max_pages: int | None = None,
     ) -> AsyncGenerator[Any, None]:
-        """The ``tools/list`` results, page by page (from ``cursor``); past
-        ``max_pages`` pages, :class:`ResponseViolation` (as for a cursor repeated).
+        """The ``tools/list`` results, page by page (from ``cursor``), each page within
+        ``timeout``; past ``max_pages`` pages, :class:`ListingTooLong`; a cursor
+        repeated, :class:`ResponseViolation`.
 
         Over Streamable HTTP in 2026-07-28, a tool whose ``x-mcp-header`` annotations
         break the rules is left out of its page (and logged as a warning on the
         ``mcpspec.connection`` logger, with its name and the reason), as the
         specification requires; the annotations of the others are remembered, so that
         :meth:`call_tool` mirrors those arguments into ``Mcp-Param-*`` headers."""
-        pages = self._pages("ListToolsRequest", "tools", cursor, timeout, max_pages)
+        return self._tool_pages(cursor, timeout, max_pages, None)
+
+    def _tool_pages(
+        self,
+        cursor: str | None,
+        timeout: float | None,
+        max_pages: int | None,
+        deadline: _Deadline | None,
+    ) -> AsyncGenerator[Any, None]:
+        pages = self._pages("ListToolsRequest", "tools", cursor, timeout, max_pages, deadline)
         remember = getattr(self._stream, "remember_tool_params", None)
         if remember is None or self.model != "stateless":
             return pages
@@ -807,25 +893,33 @@ class Client:
         return self._pages("ListPromptsRequest", "prompts", cursor, timeout, max_pages)
 
     async def list_tools(self, *, timeout: float | None = None) -> list[Any]:
-        """Every tool (``Tool``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
-        pages = self.tool_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
-        return [tool async for page in pages for tool in page.tools]
+        """Every tool (``Tool``), all pages: ``timeout`` bounds them all; at most
+        :data:`MAX_LISTED_PAGES` pages and :data:`MAX_LISTED_BYTES` of tools
+        (:class:`ListingTooLong` past either)."""
+        return await self._list_tools(_Deadline(timeout))
+
+    async def _list_tools(self, deadline: _Deadline) -> list[Any]:
+        pages = self._tool_pages(None, None, MAX_LISTED_PAGES, deadline)
+        return await self._listing(pages, "ListToolsRequest", "tools", "tools")
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Any]:
-        """Every resource (``Resource``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
-        pages = self.resource_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
-        return [r async for page in pages for r in page.resources]
+        """Every resource (``Resource``), all pages (bounded as :meth:`list_tools`)."""
+        return await self._list("ListResourcesRequest", "resources", "resources", timeout)
 
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[Any]:
-        """Every resource template (``ResourceTemplate``), all pages (at most
-        :data:`MAX_LISTED_PAGES`)."""
-        pages = self.resource_template_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
-        return [template async for page in pages for template in page.resource_templates]
+        """Every resource template (``ResourceTemplate``), all pages (bounded as
+        :meth:`list_tools`)."""
+        return await self._list(
+            "ListResourceTemplatesRequest", "resource_templates", "resource templates", timeout
+        )
 
     async def list_prompts(self, *, timeout: float | None = None) -> list[Any]:
-        """Every prompt (``Prompt``), all pages (at most :data:`MAX_LISTED_PAGES`)."""
-        pages = self.prompt_pages(timeout=timeout, max_pages=MAX_LISTED_PAGES)
-        return [p async for page in pages for p in page.prompts]
+        """Every prompt (``Prompt``), all pages (bounded as :meth:`list_tools`)."""
+        return await self._list("ListPromptsRequest", "prompts", "prompts", timeout)
+
+    async def _list(self, name: str, field: str, items: str, timeout: float | None) -> list[Any]:
+        pages = self._pages(name, items, None, None, MAX_LISTED_PAGES, _Deadline(timeout))
+        return await self._listing(pages, name, field, items)
 
     async def call_tool(
         self,
@@ -847,15 +941,16 @@ class Client:
             name=name, arguments=UNSET if arguments is None else dict(arguments)
         )
         request = types.CallToolRequest(id=self.next_id(), params=params)
+        deadline = _Deadline(timeout)  # the listing and the retry included
         try:
-            return ToolResult(await self.request(request, progress=progress, timeout=timeout))
+            return ToolResult((await self._exchange(request, progress, deadline)).result)
         except RequestError as exc:
             mirrors = getattr(self._stream, "remember_tool_params", None) is not None
             if exc.code != ErrorCode.HEADER_MISMATCH or not mirrors or self.model != "stateless":
                 raise
-        await self.list_tools(timeout=timeout)
+        await self._list_tools(deadline)
         request = types.CallToolRequest(id=self.next_id(), params=params)
-        return ToolResult(await self.request(request, progress=progress, timeout=timeout))
+        return ToolResult((await self._exchange(request, progress, deadline)).result)
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> Any:
         """Read resource ``uri``: its ``ReadResourceResult`` (``contents``)."""
@@ -1020,16 +1115,23 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> 
         await outcome
 
 
-def _paging_violation(request: Any, reason: str) -> ResponseViolation:
-    """The error of a listing the server pages wrongly (the result of ``request``)."""
+def _paging_event(
+    method: str, reason: str, request_id: Any = None, path: str = "$.result.nextCursor"
+) -> ProtocolViolation:
+    """The violation of a listing the server pages wrongly (the result of ``method``)."""
     error = ErrorObject(code=int(ErrorCode.INVALID_PARAMS), message=reason)
-    return ResponseViolation(
-        ProtocolViolation(
-            rule=Rule.INVALID_RESULT,
-            error=error,
-            method=type(request).method,
-            request_id=request.id,
-            path="$.result.nextCursor",
-            reason=reason,
-        )
+    return ProtocolViolation(
+        rule=Rule.INVALID_RESULT,
+        error=error,
+        method=method,
+        request_id=request_id,
+        path=path,
+        reason=reason,
     )
+
+
+def _paging_violation(
+    request: Any, reason: str, error: type[ResponseViolation] = ResponseViolation
+) -> ResponseViolation:
+    """The error of a listing the server pages wrongly (the result of ``request``)."""
+    return error(_paging_event(type(request).method, reason, request.id))

@@ -4,8 +4,8 @@
 URI to POST client messages to, resolved against the SSE URL, and refused unless it
 has the SSE URL's origin: a server must not send the client's credentials elsewhere),
 then hands every ``message`` event's data on. Posting is the caller's
-(:class:`~mcpspec.runtime.connection.http.client.HttpClientStream`), which switches to
-this channel transparently when a server has no Streamable HTTP endpoint.
+(:class:`~mcpspec.runtime.connection.http.client_legacy.LegacySseTransport`, which the
+client switches to when a server has no Streamable HTTP endpoint; and the checker).
 """
 
 from __future__ import annotations

@@ -452,4 +452,3 @@ def shrink(exchange: Exchange, failure: Failure) -> Exchange:
         else:
             index += 1
     return replace(exchange, requests=tuple(requests))
-

@@ -326,6 +326,7 @@ def m_server_id(steps: list[Step], rng: random.Random) -> None:
             b'{"jsonrpc":"2.0","id":%ID%,"method":"tools/call","params":{"name":"echo"}}\n',
             b'{"jsonrpc":"2.0","id":%ID%,"method":"ping"}\n',
             b'{"jsonrpc":"2.0","id":%ID%,"method":"nope/nope"}\n',
+            b'{"jsonrpc":"2.0","id":%ID%,"method":7}\n',
         )
     )
     keep = rng.random() < 0.8
@@ -687,13 +688,15 @@ def _judge_output(done: Transcript) -> list[Failure]:
     methods: dict[str, str] = {}
     must: set[str] = set()
     cancelled: set[str] = set()
+    for value in _flat(_messages(bytes(done.sent), lenient=True)):
+        params = value.get("params")
+        cancelling = value.get("method") == "notifications/cancelled"
+        if cancelling and isinstance(params, dict) and _is_id(params.get("requestId")):
+            cancelled.add(_key(params["requestId"]))
     for value in _messages(bytes(done.sent)):
         if not isinstance(value, dict):
             continue
         method, params = value.get("method"), value.get("params")
-        cancelling = method == "notifications/cancelled" and isinstance(params, dict)
-        if cancelling and _is_id(params.get("requestId")):
-            cancelled.add(_key(params["requestId"]))
         if isinstance(method, str) and _is_id(value.get("id")):
             key = _key(value["id"])
             name = params.get("name") if isinstance(params, dict) else None

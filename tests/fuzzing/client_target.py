@@ -239,7 +239,7 @@ async def run(hostile: Hostile) -> Outcome:
     bound = (len(hostile.calls) + 2) * (TIMEOUT + MARGIN) + 5
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(_serve, server_side, hostile)
-        client = Client.over(client_side, mode=hostile.mode, open_timeout=TIMEOUT)  # type: ignore[arg-type]
+        client = Client.over(client_side, mode=hostile.mode, open_timeout=TIMEOUT)
         began = anyio.current_time()
         stage = "open"
         try:

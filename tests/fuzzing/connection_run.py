@@ -17,7 +17,14 @@ from . import asgi_target, client_target, stdio_target
 from .conversation import Failure
 from .known_faults import known_fault
 
-__all__ = ["TARGETS", "ConnectionFinding", "ConnectionReport", "Target", "run_target"]
+__all__ = [
+    "TARGETS",
+    "ConnectionFinding",
+    "ConnectionReport",
+    "Target",
+    "run_chunk",
+    "run_target",
+]
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,23 @@ class ConnectionReport:
         """The findings no known fault explains."""
         return [f for f in self.findings.values() if f.known is None]
 
+    def merge(self, other: ConnectionReport) -> None:
+        """Add ``other``'s counts and findings (the first input of a failure is kept)."""
+        for name, count in other.inputs.items():
+            self.inputs[name] = self.inputs.get(name, 0) + count
+        for name, seconds in other.seconds.items():
+            self.seconds[name] = max(self.seconds.get(name, 0.0), seconds)
+        for key, found in other.findings.items():
+            mine = self.findings.get(key)
+            if mine is None:
+                self.findings[key] = found
+            else:
+                if found.index < mine.index:
+                    found.count += mine.count
+                    self.findings[key] = found
+                else:
+                    mine.count += found.count
+
     def summary(self) -> str:
         """Every finding with its reproducer."""
         head = ", ".join(f"{n} {t} inputs" for t, n in self.inputs.items())
@@ -106,3 +130,11 @@ def run_target(
             break
     report.inputs[name] = report.inputs.get(name, 0) + done
     report.seconds[name] = report.seconds.get(name, 0.0) + time.perf_counter() - began
+
+
+def run_chunk(work: tuple[int, str, int, int, float | None]) -> ConnectionReport:
+    """One process's share of a run: ``(seed, target, start, count, seconds)``."""
+    seed, name, start, count, seconds = work
+    report = ConnectionReport(seed)
+    run_target(report, name, count, start, seconds)
+    return report

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import tracemalloc
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,6 +33,7 @@ from .conversation import (
     Failure,
     errors_logged,
     fuzz_server,
+    held_bytes,
     initialize,
     logged_failures,
     message,
@@ -44,6 +46,10 @@ __all__ = ["Exchange", "HttpRequest", "check", "generate", "run"]
 #: Bound on one input: only a hang reaches it.
 HANG = 10.0
 ACCEPT = "application/json, text/event-stream"
+#: What the app may still hold, its sessions open, per byte it was sent (and wrote),
+#: plus a fixed allowance.
+MEMORY_FACTOR = 8
+MEMORY_ALLOWANCE = 1 << 20
 #: Replaced in a header value by the session id the app minted last.
 SESSION = "%SESSION%"
 
@@ -69,13 +75,14 @@ class Exchange:
     requests: tuple[HttpRequest, ...]
     sessions: bool = True
     json_response: bool = False
+    measure: bool = False
     mutations: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The input as Python (a regression test can paste it)."""
         return (
             f"Exchange(requests={self.requests!r}, sessions={self.sessions!r}, "
-            f"json_response={self.json_response!r})"
+            f"json_response={self.json_response!r}, measure={self.measure!r})"
         )
 
 
@@ -272,11 +279,16 @@ def m_big(requests: list[HttpRequest], rng: random.Random) -> None:
         value = json.loads(b"".join(requests[index].chunks))
     except ValueError:
         return
-    if isinstance(value, dict) and isinstance(value.get("params"), dict):
-        meta = value["params"].setdefault("_meta", {})
-        if isinstance(meta, dict):
-            meta["x"] = [{}] * ((LIMIT - 2048) // 3)
-            requests[index] = replace(requests[index], chunks=(message(value),))
+    if not isinstance(value, dict) or not isinstance(value.get("params"), dict):
+        return
+    filler = [{}] * ((LIMIT - 2048) // 3)
+    params = value["params"]
+    capabilities = params.get("capabilities")
+    if value.get("method") == "initialize" and isinstance(capabilities, dict):
+        capabilities["experimental"] = {"x": filler}
+    elif isinstance(params.setdefault("_meta", {}), dict):
+        params["_meta"]["x"] = filler
+    requests[index] = replace(requests[index], chunks=(message(value),))
 
 
 MUTATIONS = {
@@ -300,7 +312,9 @@ def generate(seed_value: int, index: int) -> Exchange:
     names = rng.sample(sorted(MUTATIONS), rng.choice((0, 1, 1, 2, 2, 3)))
     for name in names:
         MUTATIONS[name](requests, rng)
-    return Exchange(tuple(requests), sessions, rng.random() < 0.3, (revision, *names))
+    json_response = rng.random() < 0.3
+    measure = "large payload" in names
+    return Exchange(tuple(requests), sessions, json_response, measure, (revision, *names))
 
 
 # -- running one input ---------------------------------------------------------------------------
@@ -394,8 +408,20 @@ async def _one(
     return response, escaped
 
 
-async def run(exchange: Exchange) -> tuple[list[Response], list[BaseException], bool]:
+@dataclass
+class Run:
+    """What an exchange did: the responses, what escaped, whether it hung, and (when
+    measured) the memory held with every session still open."""
+
+    responses: list[Response] = field(default_factory=list)
+    escaped: list[BaseException] = field(default_factory=list)
+    hung: bool = False
+    held: int | None = None
+
+
+async def run(exchange: Exchange) -> Run:
     """Run the exchange against a fresh app."""
+    done = Run()
     server = fuzz_server()
     app = server.http_app(
         HttpSettings(
@@ -405,30 +431,50 @@ async def run(exchange: Exchange) -> tuple[list[Response], list[BaseException], 
             keepalive_seconds=60,
         )
     )
-    responses: list[Response] = []
-    escaped: list[BaseException] = []
     session: str | None = None
     try:
         with anyio.fail_after(HANG):
             async with app.running():
                 for item in exchange.requests:
                     response, exc = await _one(app, item, session)
-                    responses.append(response)
+                    done.responses.append(response)
                     if exc is not None:
-                        escaped.append(exc)
+                        done.escaped.append(exc)
                     for name, value in response.headers:
                         if name.lower() == b"mcp-session-id":
                             session = value.decode("latin-1")
+                if exchange.measure:
+                    await anyio.wait_all_tasks_blocked()
+                    done.held = held_bytes()
     except TimeoutError:
-        return responses, escaped, True
-    return responses, escaped, False
+        done.hung = True
+    return done
 
 
 def check(exchange: Exchange) -> list[Failure]:
     """Run ``exchange`` and judge what happened."""
-    with errors_logged() as records:
-        responses, escaped, hung = anyio.run(run, exchange, backend="trio")
+    if exchange.measure:
+        # Once untraced first: lazy imports and caches are not what a connection holds.
+        with errors_logged():
+            anyio.run(run, replace(exchange, measure=False), backend="trio")
+        tracemalloc.start()
+    try:
+        with errors_logged() as records:
+            baseline = held_bytes() if exchange.measure else 0
+            done = anyio.run(run, exchange, backend="trio")
+    finally:
+        if exchange.measure:
+            tracemalloc.stop()
+    responses, escaped, hung = done.responses, done.escaped, done.hung
     failures = logged_failures(records)
+    if done.held is not None:
+        held = done.held - baseline
+        sent = sum(len(chunk) for item in exchange.requests for chunk in item.chunks)
+        received = sum(len(response.body) for response in responses)
+        bound = MEMORY_FACTOR * (sent + received) + MEMORY_ALLOWANCE
+        if held > bound:
+            detail = f"{held:,} bytes held for {sent:,} sent (bound {bound:,})"
+            failures.append(Failure("memory out of proportion to input", "", detail))
     for exc in escaped:
         failures.append(Failure("the app raised", where(exc), repr(exc)[:300]))
     if hung:

@@ -9,9 +9,11 @@ recorded, so a target can tell a question answered from one broken by the peer.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import traceback
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ __all__ = [
     "ServerRecord",
     "errors_logged",
     "fuzz_server",
+    "held_bytes",
     "initialize",
     "line",
     "message",
@@ -157,6 +160,13 @@ def fuzz_server(record: ServerRecord | None = None) -> Server:
         return {"resources": [{"uri": "fuzz://a", "name": "a"}]}
 
     return server
+
+
+def held_bytes() -> int:
+    """The memory traced as allocated and still reachable (cyclic garbage collected
+    first: what a connection holds, not what it left for the collector)."""
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from .conversation import (
     ServerRecord,
     errors_logged,
     fuzz_server,
+    held_bytes,
     initialize,
     line,
     logged_failures,
@@ -604,7 +605,7 @@ async def run(script: Script) -> Transcript:
                     await write(template)
         if script.measure:
             await _settle(script.backend)
-            done.held = tracemalloc.get_traced_memory()[0]
+            done.held = held_bytes()
         await to_server.aclose()
 
     try:
@@ -632,10 +633,13 @@ def _meta() -> dict[str, Any]:
 def check(script: Script) -> list[Failure]:
     """Run ``script`` and judge what happened."""
     if script.measure:
+        # Once untraced first: lazy imports and caches are not what a connection holds.
+        with errors_logged():
+            anyio.run(run, replace(script, measure=False), backend=script.backend)
         tracemalloc.start()
     try:
         with errors_logged() as records:
-            baseline = tracemalloc.get_traced_memory()[0] if script.measure else 0
+            baseline = held_bytes() if script.measure else 0
             done = anyio.run(run, script, backend=script.backend)
     finally:
         if script.measure:

@@ -281,7 +281,7 @@ def m_big(requests: list[HttpRequest], rng: random.Random) -> None:
         return
     if not isinstance(value, dict) or not isinstance(value.get("params"), dict):
         return
-    filler = [{}] * ((LIMIT - 2048) // 3)
+    filler: list[dict[str, Any]] = [{}] * ((LIMIT - 2048) // 3)
     params = value["params"]
     capabilities = params.get("capabilities")
     if value.get("method") == "initialize" and isinstance(capabilities, dict):

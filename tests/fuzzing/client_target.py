@@ -14,6 +14,7 @@ result or a typed error of :mod:`mcpspec.runtime.connection.errors` within its t
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -119,6 +120,12 @@ def _result(method: str, params: Any) -> Any:
 
 
 async def _serve(stream: NewlineFramedStream, hostile: Hostile) -> None:
+    """The hostile server, until the client is gone."""
+    with contextlib.suppress(ConnectionClosed):
+        await _answer(stream, hostile)
+
+
+async def _answer(stream: NewlineFramedStream, hostile: Hostile) -> None:
     """The hostile server: what it does with its n-th request is ``behaviours[n]``
     (then ``ok``); a ``tools/list`` after an endless cursor gets one more."""
     turn = 0

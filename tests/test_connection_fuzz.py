@@ -16,7 +16,7 @@ from tests.fuzzing.connection_run import ConnectionReport, run_target
 
 #: The seed of the short run: a failure it finds is reproduced from it and the index.
 SEED = 35
-#: Inputs per target (about 5 s, 3 s and 15 s on one core).
+#: Inputs per target (about 5 s, 3 s and 15 s).
 BUDGET = {"stdio": 300, "asgi": 300, "client": 80}
 
 

@@ -49,7 +49,7 @@ TYPED = (
 )
 #: A call's timeout, and how much later than it the call must have ended.
 TIMEOUT = 0.2
-MARGIN = 1.0
+MARGIN = 2.0
 BEHAVIOURS = (
     "ok",
     "never",

@@ -198,7 +198,10 @@ def _node_major_needed(package: Path) -> int:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """The long fuzz run (tests/fuzzing): 1,000,000 mutation inputs over 2 processes with
-    line coverage, then 4 minutes of coverage-guided atheris; writes
-    tests/fuzzing/RESULTS.md. ``-- --inputs N --seconds S`` makes it shorter."""
-    session.install(".[test]", "atheris", "coverage")
-    session.run("python", "-m", "tests.fuzzing", *session.posargs)
+    line coverage, then 4 minutes of coverage-guided atheris, then 20,000 inputs into
+    the stdio server and the ASGI app and 4,000 into the client against a hostile server
+    (the connection targets); writes tests/fuzzing/RESULTS.md. ``-- --inputs N --seconds S
+    --connection-inputs M`` makes it shorter; ``-- --target connection`` runs only the
+    connection targets."""
+    session.install(".[test,http]", "atheris", "coverage")
+    session.run("python", "-m", "tests.fuzzing", "--target", "all", *session.posargs)

@@ -8,7 +8,13 @@
 3. ``--results`` (default tests/fuzzing/RESULTS.md): inputs run, problems found with a
    reproducer each, the slowest input, coverage.
 
-Exits 1 when any invariant broke. Nothing of mcpspec is imported at the top: a worker
+``--target connection`` runs instead the connection targets (a stdio server fed mutated
+streams, the ASGI app fed mutated requests, the client against a hostile server:
+:mod:`.connection_run`), ``--connection-inputs`` inputs into each over ``--jobs``
+processes, and writes their section of the results (``--target all``: both runs).
+
+Exits 1 when any invariant broke (for the connection targets: in a way no entry of
+:data:`.known_faults.KNOWN_FAULTS` explains). Nothing of mcpspec is imported at the top: a worker
 starts coverage before its first import of the package.
 """
 
@@ -234,6 +240,79 @@ def results_markdown(
     return "\n".join(lines).rstrip() + "\n"
 
 
+#: The heading of the connection run's section of RESULTS.md (kept when the codec run
+#: rewrites the file, and the other way round).
+CONNECTION_HEADING = "## Connection targets"
+
+
+#: Share of ``--connection-inputs`` a connection target runs: the client's inputs wait
+#: out timeouts (a fifth of a second each), so it runs a fifth as many.
+CONNECTION_SHARE = {"client": 0.2}
+
+
+def _split_results(text: str) -> tuple[str, str]:
+    """RESULTS.md as (codec part, connection section)."""
+    at = text.find(CONNECTION_HEADING)
+    return (text, "") if at < 0 else (text[:at], text[at:])
+
+
+def connection_markdown(report: Any, args: argparse.Namespace) -> str:
+    """The connection run's section of RESULTS.md."""
+    from .known_faults import KNOWN_FAULTS
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        CONNECTION_HEADING,
+        "",
+        f"Written by `nox -s fuzz` (`python -m tests.fuzzing --target connection`) on {now}, "
+        f"commit {_commit()}, CPython {platform.python_version()}, {args.jobs} processes, "
+        f"seed {args.seed}. Input `i` of a target is "
+        "`TARGETS[target].generate(seed, i)` (`tests/fuzzing/connection_run.py`).",
+        "",
+        "| target | inputs | seconds (slowest process) |",
+        "|---|---|---|",
+    ]
+    for name, count in report.inputs.items():
+        lines.append(f"| {name} | {count:,} | {report.seconds[name]:.0f} |")
+    lines += [
+        "",
+        f"Distinct failures: {len(report.findings)}, of which not a known fault: "
+        f"{len(report.new)} (known faults listed: {len(KNOWN_FAULTS)}, "
+        "`tests/fuzzing/known_faults.py`).",
+        "",
+    ]
+    if report.findings:
+        lines += ["```"]
+        lines += [f.reproducer()[:1200] for f in report.findings.values()]
+        lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def connection_main(args: argparse.Namespace) -> int:
+    """The connection targets' run: ``--connection-inputs`` inputs into each."""
+    from .connection_run import TARGETS, ConnectionReport, run_chunk
+
+    report = ConnectionReport(args.seed)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(args.jobs) as pool:
+        for name in TARGETS:
+            count = max(1, int(args.connection_inputs * CONNECTION_SHARE.get(name, 1.0)))
+            share = -(-count // args.jobs)
+            work = [
+                (args.seed, name, start, min(share, count - start), args.connection_seconds)
+                for start in range(0, count, share)
+            ]
+            for part in pool.map(run_chunk, work):
+                report.merge(part)
+            print(f"{name}: {report.inputs[name]} inputs in {report.seconds[name]:.0f} s")
+    old = args.results.read_text(encoding="utf-8") if args.results.exists() else ""
+    codec_part, _ = _split_results(old)
+    section = connection_markdown(report, args)
+    args.results.write_text(codec_part.rstrip() + "\n\n" + section, encoding="utf-8")
+    print(report.summary())
+    return 1 if report.new else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzzing", description=__doc__)
     parser.add_argument("--inputs", type=int, default=1_000_000, help="mutation inputs")
@@ -242,7 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="processes of the mutation run")
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument(
+        "--target",
+        choices=("codec", "connection", "all"),
+        default="codec",
+        help="codec: the codec and session run; connection: the stdio server, the ASGI "
+        "app and the client (tests/fuzzing/connection_run.py); all: both",
+    )
+    parser.add_argument(
+        "--connection-inputs",
+        type=int,
+        default=20_000,
+        help="inputs per connection target (the client target: a fifth)",
+    )
+    parser.add_argument(
+        "--connection-seconds", type=float, default=None, help="cap per connection target"
+    )
     args = parser.parse_args(argv)
+    if args.target == "connection":
+        return connection_main(args)
+    failed = 0
+    if args.target == "all":
+        failed = connection_main(args)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mcpspec-fuzz-") as tmp:
         data_file = os.path.join(tmp, ".coverage")
@@ -253,9 +353,13 @@ def main(argv: list[str] | None = None) -> int:
         print(report.summary().split("\n")[0], f"in {mutation_seconds:.0f} s")
         fuzz = atheris_run(args.seconds, Path(tmp))
     text = results_markdown(report, cov, fuzz, mutation_seconds, args)
-    args.results.write_text(text, encoding="utf-8")
+    old = args.results.read_text(encoding="utf-8") if args.results.exists() else ""
+    _, section = _split_results(old)
+    args.results.write_text(
+        text.rstrip() + ("\n\n" + section if section else "\n"), encoding="utf-8"
+    )
     print(text)
-    return 1 if report.findings or fuzz.counts else 0
+    return 1 if report.findings or fuzz.counts or failed else 0
 
 
 if __name__ == "__main__":

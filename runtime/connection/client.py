@@ -67,6 +67,7 @@ from mcpspec.runtime.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subsc
 from .errors import (
     CancelledByPeer,
     ConnectionClosed,
+    OpenTimeout,
     RequestError,
     RequestTimeout,
     ResponseViolation,
@@ -353,7 +354,8 @@ class Client:
     server's requests (:data:`ServerRequestHandler`). ``on_log`` gets log messages,
     ``on_notification`` every other notification, ``on_violation`` the server's
     protocol violations (logged when not given). ``open_timeout`` bounds opening:
-    connecting (over HTTP+SSE, the wait for the endpoint) and negotiation.
+    connecting (over HTTP+SSE, the wait for the endpoint) and negotiation; past it,
+    entering raises :class:`~mcpspec.runtime.connection.errors.OpenTimeout`.
     ``limits`` bound what the server can make the client hold
     (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
     """
@@ -545,8 +547,10 @@ class Client:
             if timeout is not None:  # what connecting left of it
                 timeout = max(0.0, timeout - (anyio.current_time() - started))
             self._ready = await peer.open(timeout=timeout)
-        except BaseException:
+        except BaseException as exc:
             await self._exit()
+            if isinstance(exc, TimeoutError) and self._open_timeout is not None:
+                raise OpenTimeout(self._open_timeout) from exc
             raise
         return self
 

@@ -24,6 +24,7 @@ __all__ = [
     "ConnectionClosed",
     "MessageTooLarge",
     "NegotiationRefused",
+    "OpenTimeout",
     "RequestError",
     "RequestTimeout",
     "ResponseViolation",
@@ -141,6 +142,15 @@ class RequestTimeout(TimeoutError):
         super().__init__(f"{method} (id {request_id!r}) got no answer in {timeout} s")
         self.request_id = request_id
         self.method = method
+        self.timeout = timeout
+
+
+class OpenTimeout(TimeoutError):
+    """Opening a connection (connecting, then negotiating) did not finish within the
+    client's ``open_timeout``."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"the connection did not open in {timeout} s")
         self.timeout = timeout
 
 

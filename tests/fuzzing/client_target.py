@@ -22,15 +22,12 @@ from typing import Any
 import anyio
 import msgspec
 
-from mcpspec.runtime.connection import Client, NewlineFramedStream, memory_byte_pipe
+from mcpspec.runtime.connection import Client, NewlineFramedStream, errors, memory_byte_pipe
 from mcpspec.runtime.connection.errors import (
-    CancelledByPeer,
     ConnectionClosed,
     MessageTooLarge,
     NegotiationRefused,
-    RequestError,
     RequestTimeout,
-    ResponseViolation,
 )
 
 from .conversation import LIMIT, Failure, errors_logged, logged_failures, where
@@ -38,15 +35,8 @@ from .conversation import LIMIT, Failure, errors_logged, logged_failures, where
 __all__ = ["BEHAVIOURS", "CALLS", "Hostile", "check", "generate", "run"]
 
 #: Errors a call may end in.
-TYPED = (
-    CancelledByPeer,
-    ConnectionClosed,
-    MessageTooLarge,
-    NegotiationRefused,
-    RequestError,
-    RequestTimeout,
-    ResponseViolation,
-)
+#: The typed errors a call may end with: every one the connection's errors module exports.
+TYPED: tuple[type[Exception], ...] = tuple(getattr(errors, name) for name in errors.__all__)
 #: A call's timeout, and how much later than it the call must have ended.
 TIMEOUT = 0.2
 MARGIN = 2.0

@@ -57,15 +57,6 @@ KNOWN_FAULTS: tuple[KnownFault, ...] = (
         lambda target, f: f.kind == "memory out of proportion to input",
     ),
     KnownFault(
-        "a call's timeout bounds each page, not the call",
-        "list_tools(timeout=0.1) against a server minting fresh cursors runs about 20 s",
-        lambda target, f: (
-            target == "client"
-            and f.kind == "a call outlived its timeout"
-            and f.where.startswith("list_")
-        ),
-    ),
-    KnownFault(
         "resources/subscribe with sessions=False reaches an assert",
         "resources/subscribe on an app with sessions=False reaches `assert feed is not None`",
         lambda target, f: f.where.startswith("AssertionError") and "_built_in" in f.where,
@@ -82,17 +73,6 @@ KNOWN_FAULTS: tuple[KnownFault, ...] = (
         "initialize but before notifications/initialized makes ctx.report_progress / "
         "ctx.log raise StateError; the handler fails (-32603, ERROR with a traceback)",
         lambda target, f: f.where.startswith("StateError") and "_check_method" in f.where,
-    ),
-    KnownFault(
-        "open_timeout raises a bare TimeoutError",
-        "Found by this fuzzing, not in the issue: entering a Client whose server never "
-        "answers initialize within open_timeout raises TimeoutError, not a typed error "
-        "of mcpspec.runtime.connection.errors (RequestTimeout)",
-        lambda target, f: (
-            target == "client"
-            and f.kind == "a call raised an untyped error"
-            and f.where.startswith("TimeoutError")
-        ),
     ),
     KnownFault(
         "an oversized line at max_requests_in_flight in 2026-07-28 goes unanswered",

@@ -66,7 +66,6 @@ from .http_wire import (
     minted_why,
     read_body,
     transport_page,
-    unknown_session_id,
     visible_ascii,
 )
 from .link import Received, Transport

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         SessionReady,
     )
     from .limits import DEFAULT_LIMITS, Limits
-    from .negotiation import protocol_model
     from .misuse import (
         CapabilityError,
         LimitError,
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
         StateError,
         SubscriptionError,
     )
+    from .negotiation import protocol_model
     from .rules import RULES, Rule
     from .server import ServerSession
     from .state import Phase

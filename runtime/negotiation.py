@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 
-
 def protocol_model(revision: str) -> ProtocolModel:
     """The protocol model of ``revision`` (``"2025-11-25"`` -> ``HANDSHAKE``), without
     importing its module; ``ValueError`` names the supported revisions."""

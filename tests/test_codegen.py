@@ -25,8 +25,7 @@ from mcpspec.codegen.patch import ErratumMismatch, apply_errata, normalise_wire_
 from mcpspec.codegen.render import GENERATED_HEADER, render_module
 from mcpspec.codegen.schema import ERRATA, PINS, Erratum, pin_for
 from mcpspec.codegen.sources import SchemaHashMismatch, SchemaNotFound, read_pinned_schema
-from mcpspec.runtime import RequestReceived
-from mcpspec.runtime import protocol_model
+from mcpspec.runtime import RequestReceived, protocol_model
 from mcpspec.runtime.contract import RESULT_COMPLETE, ProtocolModel, UnionKind
 
 from .conftest import ROOT, SCHEMA_DIR

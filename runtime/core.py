@@ -144,7 +144,12 @@ class Session:
     # -- what changes the tables --------------------------------------------------------------
 
     def _use_revision(self, revision: str) -> None:
-        """Switch to ``revision`` (while negotiation picks one)."""
+        """Switch to ``revision`` (while negotiation picks one). The peer's requests
+        read before keep the revision they were read in: they are answered in it."""
+        before = self._terms.codec.revision
+        for record in self._pending.incoming.values():
+            if record.revision is None and revision != before:
+                record.revision = before
         self._terms.use(revision)
         self._receiver.rebuild()
 

@@ -377,25 +377,32 @@ class Sender(OnParts):
             )
         terms = self._terms
         result = response.result
-        if not isinstance(result, terms.result_classes_of(record.method, record.task)):
+        codec, model = terms.codec, terms.model
+        if record.revision is None:
+            classes = terms.result_classes_of(record.method, record.task)
+        else:  # read before negotiation picked the revision in use: answered in its own
+            codec, model, classes, result = terms.answer_terms(
+                record.revision, record.method, record.task, result
+            )
+            response = ResultResponse(id=response.id, result=result)
+        if not isinstance(result, classes):
             raise RevisionError(
                 Rule.INVALID_RESULT,
                 f"{type(result).__name__} is not a result of {record.method} in revision "
-                f"{terms.codec.revision}",
+                f"{codec.revision}",
             )
         if record.method in _NEGOTIATING:
             self._negotiation.answering(record, result)
-        model = terms.model
         problem = model.result_problem(result, record.capabilities, terms.client_defined)
         if problem is not None:
             raise misuse_of_result(problem)
         stamped = model.stamp_result(terms.role, result, terms.info_json)
         if stamped is not result:
             response = ResultResponse(id=response.id, result=stamped)
-        data = terms.codec.encode(response)
+        data = codec.encode(response)
         del self._incoming[response.id]
         settle(self._progress, self._subscriptions, record, result)
-        return self._pending.answered(record, response, data, terms.codec.encode)
+        return self._pending.answered(record, response, data, codec.encode)
 
     def _send_error(self, response: ErrorResponse) -> bytes:
         encode = self._terms.codec.encode

@@ -15,6 +15,8 @@ import importlib.metadata
 from types import ModuleType
 from typing import Any, NamedTuple, get_args, get_origin
 
+import msgspec
+
 from mcpspec import module_name
 
 from .capabilities import (
@@ -178,6 +180,24 @@ class Terms:
         """Negotiation is over: the revision in use is the one agreed, in its model."""
         self.agreed_model = self.model
         self.negotiated = self.codec.revision
+
+    def answer_terms(
+        self, revision: str, method: str, task: bool, result: Any
+    ) -> tuple[Codec, Model, tuple[type, ...], Any]:
+        """What answers a request of ``method`` read in ``revision``, not the revision
+        in use (it came before negotiation picked this one): that revision's codec,
+        model and result classes, and ``result`` in its types (a result built with the
+        types in use now is read again in them, when it can be)."""
+        facts = _revision(revision)
+        codec = facts.codec
+        result_type = codec.result_type(method, task=task)
+        classes = result_classes(result_type)
+        if not isinstance(result, classes) and type(result).__module__ == self.module.__name__:
+            try:
+                result = msgspec.convert(msgspec.to_builtins(result), result_type)
+            except msgspec.ValidationError:
+                pass  # not a result of the method there: refused as it is
+        return codec, facts.model, classes, result
 
     def sends_in(self, revision: str, method: str) -> bool:
         """Whether this side sends requests of ``method`` in ``revision``."""

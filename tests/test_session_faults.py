@@ -1,0 +1,86 @@
+"""Faults a hostile or merely unusual peer found in the sessions, each driven with bytes.
+
+* A request is answered in the terms under which it was received: a ``ping`` read
+  before negotiation, then a 2026-07-28 request that fixes the stateless model, is
+  still answered (an empty result), never with an exception other than the documented
+  local-misuse errors.
+* The two directions' request ids are separate namespaces: a peer's request that
+  reuses the id of a request of this side never ends this side's request.
+* What a session keeps for its lifetime is a small multiple of the bytes it received.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from typing import Any
+
+import msgspec
+import pytest
+
+import mcpspec
+from mcpspec.runtime import (
+    ClientSession,
+    LocalProtocolError,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    ResultResponse,
+    ServerSession,
+    SessionReady,
+)
+
+from .session_kit import connect, only, raw_request, wire
+
+_STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+}
+
+
+# -- a request is answered in the terms under which it was received -------------------------
+
+
+def _ping_then_stateless() -> ServerSession:
+    """A server that read a ``ping`` before negotiation, then a 2026-07-28 request."""
+    server = ServerSession(capabilities={"tools": {}})
+    ping = only(server.receive(raw_request(1, "ping")), RequestReceived)
+    assert ping.method == "ping"
+    events = server.receive(raw_request(2, "tools/list", stateless_meta=_STATELESS_META))
+    only(events, SessionReady)
+    only(events, RequestReceived)
+    assert server.model == "stateless" and server.revision == "2026-07-28"
+    return server
+
+
+def test_a_ping_read_before_the_stateless_model_is_answered_in_its_own_terms() -> None:
+    server = _ping_then_stateless()
+    # The request's own revision: its result type is the answer.
+    received_in = mcpspec.v2025_11_25
+    data = server.send(ResultResponse(id=1, result=received_in.EmptyResult()))
+    assert msgspec.json.decode(data) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert 1 not in server.unanswered
+
+
+def test_a_ping_read_before_the_stateless_model_takes_an_answer_typed_as_now() -> None:
+    # What a connection builds with ``session.types`` (the revision in use now) is read
+    # again in the request's terms: the same empty result.
+    server = _ping_then_stateless()
+    data = server.send(ResultResponse(id=1, result=server.types.EmptyResult()))
+    assert msgspec.json.decode(data) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    # The stateless request is answered in its own terms as before.
+    tools = server.types.ListToolsResult(tools=[], cache_scope="private", ttl_ms=0)
+    answer = msgspec.json.decode(server.send(ResultResponse(id=2, result=tools)))
+    assert answer["id"] == 2 and answer["result"]["tools"] == []
+    assert answer["result"]["resultType"] == "complete"
+
+
+def test_a_ping_read_before_the_stateless_model_refuses_a_wrong_answer_typed() -> None:
+    server = _ping_then_stateless()
+    wrong = mcpspec.v2025_11_25.ListToolsResult(tools=[])
+    with pytest.raises(LocalProtocolError):
+        server.send(ResultResponse(id=1, result=wrong))
+    assert 1 in server.unanswered  # nothing recorded: a right answer may follow
+    data = server.send(ResultResponse(id=1, result=mcpspec.v2025_11_25.EmptyResult()))
+    assert msgspec.json.decode(data)["result"] == {}

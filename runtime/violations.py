@@ -60,10 +60,12 @@ class Violations:
         answer: bool = False,
         code: int | None = None,
         data: Any = None,
+        ends_request: bool = False,
     ) -> ProtocolViolation:
         """A violation event; with ``answer``, also the error response, which this side
-        now owes (``send(event.response)``). ``reason`` and ``path`` are cut to a few
-        hundred characters: they may hold what the peer sent."""
+        now owes (``send(event.response)``); with ``ends_request``, the answer to this
+        side's request ``request_id``, which is over. ``reason`` and ``path`` are cut to
+        a few hundred characters: they may hold what the peer sent."""
         reason = clip(reason)
         path = clip(path)
         summary = RULES[rule]
@@ -80,6 +82,7 @@ class Violations:
             method=method,
             path=path,
             reason=reason,
+            ends_request=ends_request,
         )
 
     def reported(self, problem: Problem, *, method: str | None = None) -> ProtocolViolation:
@@ -218,6 +221,7 @@ class Violations:
             answer=answer,
             code=exc.code,
             data=exc.data | {"rule": rule.value},
+            ends_request=answers is not None,
         )
 
     def wrong_direction(self, message: Any) -> ProtocolViolation:
@@ -278,8 +282,10 @@ class Violations:
     def of_result(
         self, record: OutgoingRequest, rule: Rule, reason: str, path: str
     ) -> ProtocolViolation:
-        """The violation of a result for ``record`` (never answered)."""
-        return self.violation(rule, reason, path=path, request_id=record.id, method=record.method)
+        """The violation of a result for ``record``, which it ends (never answered)."""
+        return self.violation(
+            rule, reason, path=path, request_id=record.id, method=record.method, ends_request=True
+        )
 
     def invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
         """The violation of a result for ``record`` that is not of its type."""

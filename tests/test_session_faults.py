@@ -84,3 +84,65 @@ def test_a_ping_read_before_the_stateless_model_refuses_a_wrong_answer_typed() -
     assert 1 in server.unanswered  # nothing recorded: a right answer may follow
     data = server.send(ResultResponse(id=1, result=mcpspec.v2025_11_25.EmptyResult()))
     assert msgspec.json.decode(data)["result"] == {}
+
+
+# -- the two directions' request ids are separate namespaces ------------------------------------
+
+
+def _invalid_requests(request_id: int, method: str) -> list[bytes]:
+    """Requests of ``method`` with id ``request_id`` that break a rule in ways that
+    name the method, or leave it unreadable."""
+    return [
+        raw_request(request_id, method, {"_meta": 5}),  # params the schema refuses
+        wire({"jsonrpc": "1.0", "id": request_id, "method": method}),
+        wire({"jsonrpc": "2.0", "id": request_id, "method": 5}),
+        raw_request(request_id, "no/such/method"),
+    ]
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25"])
+@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("reused_by_peer", [False, True])
+def test_a_clients_request_survives_a_server_request_that_reuses_its_id(
+    revision: str, index: int, reused_by_peer: bool
+) -> None:
+    client, server = connect(revision)
+    server.receive(client.send(client.types.PingRequest(id=1)))
+    if reused_by_peer:  # the server's own request 1, unanswered: a second one is a duplicate
+        only(client.receive(server.send(server.types.PingRequest(id=1))), RequestReceived)
+    violation = only(client.receive(_invalid_requests(1, "ping")[index]), ProtocolViolation)
+    assert violation.ends_request is False
+    assert client.outstanding == {1}
+    answer = server.send(ResultResponse(id=1, result=server.types.EmptyResult()))
+    received = only(client.receive(answer), ResponseReceived)
+    assert received.request_id == 1 and received.method == "ping"
+    assert client.outstanding == frozenset()
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25"])
+@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("reused_by_peer", [False, True])
+def test_a_servers_request_survives_a_client_request_that_reuses_its_id(
+    revision: str, index: int, reused_by_peer: bool
+) -> None:
+    client, server = connect(revision)
+    client.receive(server.send(server.types.PingRequest(id=1)))
+    if reused_by_peer:
+        only(server.receive(client.send(client.types.PingRequest(id=1))), RequestReceived)
+    violation = only(server.receive(_invalid_requests(1, "ping")[index]), ProtocolViolation)
+    assert violation.ends_request is False
+    assert server.outstanding == {1}
+    answer = client.send(ResultResponse(id=1, result=client.types.EmptyResult()))
+    received = only(server.receive(answer), ResponseReceived)
+    assert received.request_id == 1 and received.method == "ping"
+
+
+def test_a_broken_answer_ends_the_request_it_answers() -> None:
+    client, server = connect("2025-11-25")
+    server.receive(client.send(client.types.ListToolsRequest(id=1)))
+    violation = only(
+        client.receive(wire({"jsonrpc": "2.0", "id": 1, "result": {"tools": 5}})),
+        ProtocolViolation,
+    )
+    assert violation.ends_request is True and violation.request_id == 1
+    assert client.outstanding == frozenset()

@@ -34,6 +34,7 @@ from .events import (
     ResponseReceived,
     SessionReady,
 )
+from .kept import Kept
 from .limits import Limits
 from .misuse import LocalProtocolError, NegotiationError, RevisionError, StateError
 from .negotiation import (
@@ -78,10 +79,10 @@ class ClientNegotiation:
         self._probe_retried = False
         #: The id of the ``server/discover`` that ``start`` sent, if it sent one.
         self.opening: RequestId | None = None
-        #: The capabilities of the last discover result, typed and as the JSON object
-        #: kept; its server identity, as JSON and typed.
-        self._discovered: tuple[Any, dict[str, Any]] | None = None
-        self._discovered_info: tuple[Any, Any] | None = None
+        #: The capabilities of the last discover result, and its server identity (JSON):
+        #: converted again only when they change.
+        self._discovered: Kept[Any] | None = None
+        self._discovered_info: Kept[Any] | None = None
 
     # -- the requests that negotiate ---------------------------------------------------------
 
@@ -275,21 +276,22 @@ class ClientNegotiation:
             return  # a discover result outside the stateless model teaches nothing
         # A server sends the same capabilities and identity in every discover result:
         # they are converted again only when they differ from the last ones.
+        # (What is kept of them is held within a small multiple of their size: Kept.)
         caps = result.capabilities
         known = self._discovered
-        if known is None or known[1] is not terms.peer_caps or known[0] != caps:
+        if known is None or known.get() != caps:
             terms.peer_caps = as_json(caps)
-            self._discovered = (caps, terms.peer_caps)
+            self._discovered = Kept(caps)
         meta = result.meta if result.meta is not UNSET else {}
         info = meta.get(META_SERVER_INFO)
         if info is not None:
             seen = self._discovered_info
-            if seen is None or seen[1] is not terms.peer_info or seen[0] != info:
+            if seen is None or seen.get() != info:
                 try:
                     terms.peer_info = msgspec.convert(info, terms.module.Implementation)
-                    self._discovered_info = (info, terms.peer_info)
+                    self._discovered_info = Kept(info)
                 except msgspec.ValidationError:
-                    terms.peer_info = None
+                    terms.peer_info = self._discovered_info = None
         if not terms.ready_emitted:
             terms.ready_emitted = True
             terms.agree()

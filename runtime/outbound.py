@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from .capabilities import as_json, has_capability, required_capability
+from .capabilities import as_json, required_capability
 from .checks import SenderView, first_problem, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
@@ -245,14 +245,12 @@ class Sender(OnParts):
         negotiating = method in _NEGOTIATING
         if negotiating:
             self._negotiation.sending(message, method)
-        peer_caps = terms.peer_caps
-        if peer_caps is not None:
-            path = required_capability(message, terms.peer_table, terms.peer_defined)
-            if path is not None and not has_capability(peer_caps, path):
-                raise CapabilityError(
-                    Rule.CAPABILITY_NOT_DECLARED,
-                    f"the peer did not declare the {'.'.join(path)} capability {method} needs",
-                )
+        path = required_capability(message, terms.peer_table, terms.peer_defined)
+        if path is not None and terms.peer_lacks(path):
+            raise CapabilityError(
+                Rule.CAPABILITY_NOT_DECLARED,
+                f"the peer did not declare the {'.'.join(path)} capability {method} needs",
+            )
         message, caps_json, log_level = terms.model.stamp_request(
             terms.role, message, terms.codec.revision, terms.own_caps, terms.info_json
         )

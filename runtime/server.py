@@ -24,6 +24,7 @@ from .core import Session
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
+from .kept import Kept
 from .limits import Limits
 from .misuse import NegotiationError, RevisionError, StateError
 from .negotiation import (
@@ -59,7 +60,8 @@ class ServerNegotiation:
         self.answer_version: str | None = None
         #: The id of the initialize being negotiated (a second one is refused alone).
         self._initialize_id: RequestId | None = None
-        self._client_capabilities_typed: Any = None
+        #: The client's capabilities as its initialize typed them (for SessionReady).
+        self._client_capabilities_typed: Kept[Any] = Kept(None)
 
     # -- receiving ----------------------------------------------------------------------
 
@@ -88,7 +90,7 @@ class ServerNegotiation:
         terms = self._terms
         self.answer_version = negotiate_handshake(params.protocol_version, self._handshake_accepted)
         terms.peer_caps = as_json(params.capabilities)
-        self._client_capabilities_typed = params.capabilities
+        self._client_capabilities_typed = Kept(params.capabilities)
         terms.peer_info = params.client_info
         self._life.fire(Trigger.RECEIVE_INITIALIZE)
 
@@ -104,7 +106,7 @@ class ServerNegotiation:
                 revision=terms.codec.revision,
                 model="handshake",
                 peer_info=terms.peer_info,
-                peer_capabilities=self._client_capabilities_typed,
+                peer_capabilities=self._client_capabilities_typed.get(),
             ),
         ]
 

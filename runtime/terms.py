@@ -20,16 +20,19 @@ import msgspec
 from mcpspec import module_name
 
 from .capabilities import (
+    CAPABILITY_PATHS,
     CLIENT_PROVIDED,
     SERVER_PROVIDED,
     CapabilityGate,
     Path,
     as_json,
     defined_capabilities,
+    has_capability,
 )
 from .checks import rule_table
 from .codec import MAX_BATCH_MEMBERS, Codec
 from .contract import RESULT_INPUT_REQUIRED
+from .kept import Kept
 from .limits import Limits
 from .models import MODELS, Model
 from .negotiation import STATELESS_REVISIONS
@@ -119,9 +122,11 @@ class Terms:
             as_json(info) if info is not None else dict(_default_info())
         )
         self.own_caps: dict[str, Any] = as_json(capabilities)
-        #: The peer's capabilities (JSON) and identity, once known.
-        self.peer_caps: dict[str, Any] | None = None
-        self.peer_info: Any = None
+        # The peer's capabilities (JSON) and identity, once known: kept within a small
+        # multiple of their wire size (see peer_caps and peer_info).
+        self._peer_caps: Kept[dict[str, Any]] | None = None
+        self._peer_present: frozenset[Path] = frozenset()
+        self._peer_info: Kept[Any] | None = None
         #: The revision and model agreed, once negotiation is over.
         self.negotiated: str | None = None
         self.agreed_model: Model | None = None
@@ -180,6 +185,38 @@ class Terms:
         """Negotiation is over: the revision in use is the one agreed, in its model."""
         self.agreed_model = self.model
         self.negotiated = self.codec.revision
+
+    @property
+    def peer_caps(self) -> dict[str, Any] | None:
+        """The peer's capabilities (JSON object), once known."""
+        kept = self._peer_caps
+        return None if kept is None else kept.get()
+
+    @peer_caps.setter
+    def peer_caps(self, capabilities: dict[str, Any] | None) -> None:
+        if capabilities is None:
+            self._peer_caps, self._peer_present = None, frozenset()
+            return
+        self._peer_caps = Kept(capabilities)
+        # What the checks ask of them, answered once: they never read them again.
+        self._peer_present = frozenset(
+            path for path in CAPABILITY_PATHS if has_capability(capabilities, path)
+        )
+
+    def peer_lacks(self, path: Path) -> bool:
+        """Whether the peer declared its capabilities without ``path`` (one of
+        :data:`~.capabilities.CAPABILITY_PATHS`)."""
+        return self._peer_caps is not None and path not in self._peer_present
+
+    @property
+    def peer_info(self) -> Any:
+        """The peer's identity (an ``Implementation``), once known."""
+        kept = self._peer_info
+        return None if kept is None else kept.get()
+
+    @peer_info.setter
+    def peer_info(self, info: Any) -> None:
+        self._peer_info = None if info is None else Kept(info)
 
     def answer_terms(
         self, revision: str, method: str, task: bool, result: Any

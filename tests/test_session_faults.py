@@ -146,3 +146,117 @@ def test_a_broken_answer_ends_the_request_it_answers() -> None:
     )
     assert violation.ends_request is True and violation.request_id == 1
     assert client.outstanding == frozenset()
+
+
+# -- what a session keeps is a small multiple of what it received ------------------------------
+
+#: About 4 MiB of ``{},``: decoded, each is a dict of some 64 bytes, written in three.
+_HOARD = [{}] * (4 * 1024 * 1024 // 3 - 200)
+
+
+def _initialize(experimental: Any, client_info: Any) -> bytes:
+    return wire(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"experimental": experimental, "sampling": {}},
+                "clientInfo": client_info,
+            },
+        }
+    )
+
+
+def _retained_by_server(message: bytes) -> tuple[ServerSession, int]:
+    """A server after a whole handshake opened by ``message``, and the bytes it holds."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        server = ServerSession(capabilities={"tools": {}})
+        events: list[Any] = server.receive(message)
+        only(events, RequestReceived)
+        server.send(ResultResponse(id=1, result=server.initialize_result()))
+        events = server.receive(wire({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        only(events, SessionReady)
+        del events
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return server, held
+
+
+@pytest.mark.parametrize("where", ["capabilities", "client_info"])
+def test_a_server_keeps_a_small_multiple_of_a_large_initialize(where: str) -> None:
+    small = _initialize({}, {"name": "c", "version": "1"})
+    icons = [{"src": "https://example.com/i.png"}] * (4 * 1024 * 1024 // 40)
+    if where == "capabilities":
+        large = _initialize({"x": {"a": _HOARD}}, {"name": "c", "version": "1"})
+    else:
+        large = _initialize({}, {"name": "c", "version": "1", "icons": icons})
+    assert len(large) < server_limit()
+    _, baseline = _retained_by_server(small)
+    server, held = _retained_by_server(large)
+    assert held - baseline < 4 * len(large), (held - baseline) / len(large)
+    # What the session and its checks read of it still reads.
+    capabilities = server.peer_capabilities
+    assert capabilities is not None and "sampling" in capabilities
+    if where == "capabilities":
+        assert len(capabilities["experimental"]["x"]["a"]) == len(_HOARD)
+    else:
+        assert len(server.peer_info.icons) == len(icons)
+    server.send(server.types.CreateMessageRequest(id=7, params=_sampling_params(server)))
+    with pytest.raises(LocalProtocolError):
+        server.send(server.types.ListRootsRequest(id=8))  # roots: not declared
+
+
+def _sampling_params(session: Any) -> Any:
+    t = session.types
+    return t.CreateMessageRequestParams(
+        messages=[t.SamplingMessage(role="user", content=t.TextContent(text="hi"))],
+        max_tokens=5,
+    )
+
+
+def server_limit() -> int:
+    return ServerSession().limits.max_message_bytes
+
+
+def test_a_client_keeps_a_small_multiple_of_a_large_initialize_result() -> None:
+    def retained(experimental: Any) -> tuple[ClientSession, int]:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            client = ClientSession(mode="2025-11-25")
+            client.start()
+            answer = wire(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"experimental": experimental, "tools": {}},
+                        "serverInfo": {"name": "s", "version": "1"},
+                    },
+                }
+            )
+            events: list[Any] = client.receive(answer)
+            only(events, SessionReady)
+            del events
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        return client, held - len(answer)
+
+    _, baseline = retained({})
+    client, held = retained({"x": {"a": _HOARD}})
+    size = 3 * len(_HOARD)
+    assert held - baseline < 4 * size, (held - baseline) / size
+    assert client.peer_capabilities is not None
+    assert len(client.peer_capabilities["experimental"]["x"]["a"]) == len(_HOARD)
+    client.send(client.types.ListToolsRequest(id=client.next_id()))
+    with pytest.raises(LocalProtocolError):
+        client.send(client.types.ListPromptsRequest(id=client.next_id()))

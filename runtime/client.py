@@ -128,14 +128,10 @@ class ClientNegotiation:
                     Rule.WRONG_REVISION,
                     f"an initialize offering {version} is a value of that revision's types",
                 )
-            if not life.can(Trigger.SEND_INITIALIZE):
-                raise StateError(Rule.ALREADY_INITIALIZED, "initialize comes once")
         elif method == "server/discover":
             if life.phase is Phase.IDLE and not life.can(Trigger.SEND_PROBE):
                 raise StateError(Rule.NOT_INITIALIZED, "cannot probe now")
-        elif method == "notifications/initialized":
-            if not life.can(Trigger.SEND_INITIALIZED):
-                raise StateError(Rule.ALREADY_INITIALIZED, "notifications/initialized comes once")
+        elif method == "notifications/initialized":  # the rule table judged the move legal
             life.fire(Trigger.SEND_INITIALIZED)
 
     def sent(self, message: Any, method: str) -> None:

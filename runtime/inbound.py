@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw
 
-from .capabilities import MODE_DEPENDENT, Path, as_json
-from .checks import IGNORED, MessageRule, SenderView, first_problem, token_problem
+from .capabilities import MODE_DEPENDENT, as_json
+from .checks import DECLARED, IGNORED, PHASE, TOKEN_FREE, MessageRule, SenderView
 from .codec import DECODE_FAILURES, envelope_decoder
 from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
 from .errors import ErrorCode, InvalidMessage, clip, show
@@ -45,7 +45,7 @@ from .events import (
 from .negotiation import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from .parts import OnParts
 from .pending import Batch, IncomingRequest, OutgoingRequest
-from .progress import IGNORE, TERMINAL_TASK_STATUSES, ProgressTracker
+from .progress import TERMINAL_TASK_STATUSES, ProgressTracker
 from .rules import Problem, Rule
 from .shallow import response_id
 from .state import Phase
@@ -55,19 +55,13 @@ if TYPE_CHECKING:
     from .negotiating import Negotiation
     from .parts import Parts
 
-__all__ = ["Handler", "Receiver", "RequestHandler", "what_it_is"]
+__all__ = ["Handler", "Receiver", "what_it_is"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
 
 #: Requests whose result reports a task's status.
 _TASK_STATUS: Final = frozenset({"tasks/get", "tasks/cancel"})
-
-
-class RequestHandler(Protocol):
-    """Handles one request, given its checked ``_meta`` in the stateless model."""
-
-    def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
 
 
 def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
@@ -149,7 +143,13 @@ class Receiver(OnParts):
         self._max_in_flight = parts.limits.max_requests_in_flight
         #: What the rules see of the sender of a received message: the peer.
         self._peer = SenderView(
-            parts.terms.peer_role, parts.pending, parts.subscriptions, receiving=True
+            parts.terms.peer_role,
+            parts.pending,
+            parts.subscriptions,
+            receiving=True,
+            life=parts.life,
+            progress=parts.progress,
+            terms=parts.terms,
         )
 
     def attach(self, negotiation: Negotiation) -> None:
@@ -160,83 +160,104 @@ class Receiver(OnParts):
     # -- the dispatch table ---------------------------------------------------------------------
 
     def rebuild(self) -> None:
-        """Build the dispatch table of the revision and capability set in use."""
+        """Build the dispatch table of the revision and capability set in use: for each
+        message class, the rules of the table it is judged by (:mod:`.checks`) and what
+        takes it in once it passed them."""
         terms = self._terms
         codec = self._codec = terms.codec
         self._decode = terms.decode
         peer_requests = terms.peer_requests
-        self._reads_meta = terms.model.reads_request_meta(terms.role)
+        self._reads_meta = reads_meta = terms.model.reads_request_meta(terms.role)
         #: Request classes that may be task-augmented (``params.task``).
         self._task_classes = frozenset(
             codec.requests[m] for m in codec.task_results if m in peer_requests
         )
-        #: Request classes whose capability depends on another params field.
-        self._mode_classes = frozenset(
-            codec.requests[m] for m in MODE_DEPENDENT if m in peer_requests
-        )
-        #: Request classes whose capability depends on their params.
-        self._param_classes = self._task_classes | self._mode_classes
+        mode_classes = frozenset(codec.requests[m] for m in MODE_DEPENDENT if m in peer_requests)
+        refused = {codec.requests[m] for m in peer_requests if terms.refused_capability(m)}
+        #: Request classes whose capability is judged per message: refused whatever
+        #: their params, or depending on them (the others' passes, judged here once).
+        self._capability_classes = self._task_classes | mode_classes | refused
+        #: Of those, the classes whose capability may depend on anything but ``task``.
+        judged_each = mode_classes | refused
+        every_request = terms.peer_request_rules
+        method_rules = terms.peer_rules
+        negotiating = self._negotiation.handlers(self)
+        taker: dict[str, Handler] = {
+            "notifications/cancelled": self._on_cancelled,
+            "notifications/progress": self._on_progress,
+            "notifications/tasks/status": self._on_task_status,
+            **negotiating,
+        }
         handlers: dict[type, Handler] = {
             ResultResponse: self._on_result,
             ErrorResponse: self._on_error,
         }
-        negotiating = self._negotiation.handlers(self)
-        special: dict[str, Handler] = {
-            "notifications/cancelled": self._on_cancelled,
-            "notifications/progress": self._on_progress,
-            "notifications/tasks/status": self._on_task_status,
+        #: While the lifecycle gates: the rules of each message class, the phase's gate
+        #: among them, and what takes the message in once it passed them.
+        gated: dict[type, tuple[tuple[MessageRule, ...], Handler]] = {
+            cls: ((), handler) for cls, handler in handlers.items()
         }
         for method in terms.peer_notifications:
-            handler = negotiating.get(method) or special.get(method, self._on_notification)
-            handlers[codec.notifications[method]] = handler
-        #: Request classes refused outright: the capability this side did not declare.
-        self._refused: dict[type, Path] = {}
+            cls = codec.notifications[method]
+            rules = method_rules.get(method, ())
+            take = taker.get(method, self._on_notification)
+            if take == self._on_progress:
+                handlers[cls] = self._progress_handler(rules)
+            else:
+                handlers[cls] = self._judged(take, rules, request=False) if rules else take
+            gated[cls] = ((PHASE, *rules), take)
         for method in peer_requests:
             cls = codec.requests[method]
-            handler = negotiating.get(method)
-            if handler is None:
-                accept = self._accept_handler(cls)
-                handler = self._with_meta(cls, accept) if self._reads_meta else accept
-            handlers[cls] = handler
-            path = terms.refused_capability(method)
-            if path is not None:
-                self._refused[cls] = path
-                if not self._reads_meta:  # else checked after the request's _meta
-                    handlers[cls] = self._refuse_capability
-        for method, rules in terms.peer_rules.items():
-            if method in peer_requests:
-                cls = codec.requests[method]
-                handlers[cls] = self._ruled(handlers[cls], rules, request=True)
-            elif method in terms.peer_notifications:
-                cls = codec.notifications[method]
-                handlers[cls] = self._ruled(handlers[cls], rules, request=False)
+            own = method_rules.get(method, ())
+            rules = (*every_request, *own)
+            take = taker.get(method, self.take_request)
+            if take == self.take_request and cls not in judged_each and _struct_params(cls):
+                handlers[cls] = self._plain_request_handler(cls, rules)
+            else:
+                handlers[cls] = self._judged(take, rules, request=True)
+            # A request of a model that negotiates in its _meta passes any gate.
+            gate = () if reads_meta else (PHASE,)
+            gated[cls] = ((*every_request, *gate, *own), take)
         self._handlers = handlers
+        self._gated = gated
 
-    def _ruled(self, handler: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
-        """``handler`` behind the message rules of its method (:mod:`.checks`): a request
-        that breaks one is refused with the rule's error, a notification reported."""
+    def _judged(self, take: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
+        """``take`` behind ``rules``: a message that breaks one is not taken in."""
         peer = self._peer
+        broken = self._broken
 
-        def ruled(message: Any, *args: Any) -> list[Event]:
-            broken = first_problem(rules, message, peer)
-            if broken is None:
-                return handler(message, *args)
-            problem = broken[1]
-            if problem is IGNORED:
-                return []
-            if not request:
-                return [self._v.reported(problem, method=message.method)]
-            if message.id in self._incoming:
-                return [self._v.duplicate(message)]
-            return [self._v.refuse_problem(message, problem)]
+        checks = tuple(rule.check for rule in rules)
 
-        return ruled
+        def judged(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, request)
+            return take(message)
 
-    def _accept_handler(self, cls: type) -> RequestHandler:
-        """What takes in a request of ``cls`` that may arrive now."""
-        if cls in self._mode_classes or not _struct_params(cls):
-            return self.on_request
-        return self._plain_request_handler(cls)
+        return judged
+
+    def _broken(
+        self, message: Any, rule: MessageRule, problem: Problem, request: bool
+    ) -> list[Event]:
+        """The events of a message that broke ``rule``: a request is refused with the
+        rule's error (unless the rule is never answered), anything else reported; one
+        that crossed this side's cancellation is dropped."""
+        if problem is IGNORED:
+            return []
+        if not request:
+            return [self._v.reported(problem, method=message.method)]
+        if not rule.answered:
+            return [
+                self._v.violation(
+                    problem.rule,
+                    problem.reason,
+                    path=problem.path,
+                    request_id=message.id,
+                    method=message.method,
+                )
+            ]
+        return [self._v.refuse_problem(message, problem)]
 
     # -- receiving ---------------------------------------------------------------------------------
 
@@ -352,41 +373,29 @@ class Receiver(OnParts):
         return events
 
     def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:
-        """The events of a decoded message, the lifecycle gate checked first if
-        ``gated``."""
-        handler = self._handlers.get(message.__class__)
-        if handler is None:
+        """The events of a decoded message; while the lifecycle gates (``gated``), its
+        rules include the gate of the phase."""
+        if not gated:
+            handler = self._handlers.get(message.__class__)
+            if handler is None:
+                return self._unhandled(message, data, gated)
+            return handler(message)
+        found = self._gated.get(message.__class__)
+        if found is None:
             return self._unhandled(message, data, gated)
-        if gated:
-            problem = self._gate(message)
+        rules, take = found
+        peer = self._peer
+        for rule in rules:
+            problem = rule.check(message, peer)
             if problem is not None:
-                return [problem]
-        return handler(message)
+                return self._broken(message, rule, problem, hasattr(message, "id"))
+        return take(message)
 
     def _unhandled(self, message: Any, data: bytes, gated: bool) -> list[Event]:
         """A batch, or a message of the wrong direction."""
         if message.__class__ is list:
             return self._receive_batch(message, data, gated)
         return [self._v.wrong_direction(message)]
-
-    def _gate(self, message: Any) -> ProtocolViolation | None:
-        """The violation of a request or notification the current phase does not allow
-        (a duplicate request id is reported first)."""
-        method = getattr(message, "method", None)
-        if method is None:
-            return None  # responses: the pending table decides
-        gate = self._life.receive_gate
-        if hasattr(message, "id"):
-            allowed = gate.requests
-            if self._reads_meta or allowed is None or method in allowed:
-                return None
-            if message.id in self._incoming:
-                return self._v.duplicate(message)
-            return self._v.out_of_phase(method, message.id)
-        allowed = gate.notifications
-        if allowed is None or method in allowed:
-            return None
-        return self._v.out_of_phase(method, None)
 
     def _receive_batch(self, items: list[Any], data: bytes, gated: bool) -> list[Event]:
         """A 2025-03-26 batch: the events of every member; the answers go out together."""
@@ -431,42 +440,6 @@ class Receiver(OnParts):
 
     # -- requests --------------------------------------------------------------------------------
 
-    def _refuse_capability(self, message: Any) -> list[Event]:
-        if message.id in self._incoming:
-            return [self._v.duplicate(message)]
-        return [self._v.capability(message, self._refused[message.__class__])]
-
-    def _with_meta(self, cls: type, accept: RequestHandler) -> Handler:
-        """The handler of requests of ``cls`` in a model whose requests carry the
-        negotiation in ``_meta``: it is checked first; ``accept`` takes them in once it
-        passed. What does not change per message is bound once, here."""
-        incoming = self._incoming
-        reader = self._terms.meta_reader
-        assert reader is not None
-        read = reader.read
-        terms = self._terms
-        negotiation = self._negotiation
-
-        def on_request_with_meta(message: Any) -> list[Event]:
-            if message.id in incoming:
-                return [self._v.duplicate(message)]
-            meta = message.params.meta
-            checked = read(meta)
-            if not isinstance(checked, RequestMeta):
-                return [self._meta_refused(message, meta, checked)]
-            ready = None if terms.ready_emitted else negotiation.ready_by_request(checked)
-            path = self._refused.get(cls)
-            events: list[Event] = (
-                [self._v.capability(message, path)]
-                if path is not None
-                else accept(message, checked)
-            )
-            if ready is not None:
-                events.insert(0, ready)
-            return events
-
-        return on_request_with_meta
-
     def _meta_refused(
         self, message: Any, meta: dict[str, Any], problem: Problem
     ) -> ProtocolViolation:
@@ -481,59 +454,99 @@ class Receiver(OnParts):
             }
         return self._v.refuse(message, problem.rule, problem.reason, problem.path, data)
 
-    def _plain_request_handler(self, cls: type) -> RequestHandler:
-        """:meth:`on_request` for the usual request, of class ``cls``: its params a
-        Struct with ``_meta``, its capability settled by its class unless it is
-        task-augmented. What does not change per message (the method, whether the class
-        may be task-augmented, the session's tables) is bound once, here."""
+    def _plain_request_handler(self, cls: type, rules: tuple[MessageRule, ...]) -> Handler:
+        """The handler of the usual request, of class ``cls``: its params a Struct with
+        ``_meta``, its capability declared unless it is task-augmented (judged once, in
+        :meth:`rebuild`). It is judged by ``rules`` and taken in as :meth:`take_request`
+        does, with what does not change per message (the method, the session's tables)
+        bound once, here."""
         method: str = cls.method  # type: ignore[attr-defined]
-        may_task = cls in self._task_classes
+        checks = tuple(rule.check for rule in rules)
+        peer = self._peer
+        broken = self._broken
         incoming = self._incoming
         begin = self._reporting.begin
-        on_request = self.on_request
         take_in = self._take_in
         violations = self._v
         max_in_flight = self._max_in_flight
+        token_free = TOKEN_FREE.check
+        terms = self._terms
+        reader = terms.meta_reader
+        read = reader.read if reader is not None and self._reads_meta else None
+        ready_by_request = self._negotiation.ready_by_request
+        meta_refused = self._meta_refused
+        may_task = cls in self._task_classes
+        take_request = self.take_request
 
-        def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
-            request_id = message.id
-            if request_id in incoming:
-                return [violations.duplicate(message)]
-            if len(incoming) >= max_in_flight:
-                return [violations.over_limit(message)]
+        def on_plain_request(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, True)
             params = message.params
             if may_task and params.task is not UNSET:
-                return on_request(message, checked)
+                return take_request(message)  # its capability depends on it
             meta = params.meta
-            token = meta.get("progressToken") if meta.__class__ is dict else None
-            if token is not None and (
-                (token.__class__ is not str and token.__class__ is not int)
-                or not begin(token, request_id)
-            ):
-                return [self._token_problem(message, token)]
-            return take_in(message, request_id, method, token, False, checked)
+            checked = ready = None
+            if read is not None:  # the model negotiates in _meta: read it first
+                checked = read(meta)
+                if checked.__class__ is not RequestMeta:
+                    return [meta_refused(message, meta, checked)]
+                if not terms.ready_emitted:
+                    ready = ready_by_request(checked)
+            events: list[Event]
+            if len(incoming) >= max_in_flight:
+                events = [violations.over_limit(message)]
+            else:
+                token = meta.get("progressToken") if meta.__class__ is dict else None
+                problem = None if token is None else token_free(message, peer)
+                if problem is not None:
+                    events = [violations.refuse_problem(message, problem)]
+                else:
+                    if token is not None:
+                        begin(token, message.id)
+                    events = take_in(message, message.id, method, token, False, checked)
+            if ready is not None:
+                events.insert(0, ready)
+            return events
 
         return on_plain_request
 
-    def on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
-        """Take in a request of the peer that may arrive now: a duplicate id, the
-        capability of a task-augmented request or URL elicitation and the progress token
-        checked, the pending-table record and the event made. ``checked`` is the
-        request's ``_meta`` in the stateless model."""
-        request_id = message.id
-        if request_id in self._incoming:
-            return [self._v.duplicate(message)]
+    def take_request(self, message: Any) -> list[Event]:
+        """Take in a request of the peer that passed the rules of its method (see
+        :mod:`.checks`): in a model that negotiates in ``_meta``, that is read first
+        (the first valid one may make the session ready); then the capability it needs
+        (:data:`~.checks.DECLARED`), the limit of requests in flight and its progress
+        token (:data:`~.checks.TOKEN_FREE`) are judged, and the pending-table record and
+        the event made."""
+        if not self._reads_meta:
+            return self._admit(message, None)
+        terms = self._terms
+        reader = terms.meta_reader
+        assert reader is not None
+        meta = message.params.meta
+        checked = reader.read(meta)
+        if not isinstance(checked, RequestMeta):
+            return [self._meta_refused(message, meta, checked)]
+        ready = None if terms.ready_emitted else self._negotiation.ready_by_request(checked)
+        events = self._admit(message, checked)
+        if ready is not None:
+            events.insert(0, ready)
+        return events
+
+    def _admit(self, message: Any, checked: RequestMeta | None) -> list[Event]:
+        """:meth:`take_request` once ``_meta`` is read (``checked``, in the stateless
+        model)."""
+        peer = self._peer
+        cls = message.__class__
+        if cls in self._capability_classes:
+            problem = DECLARED.check(message, peer)
+            if problem is not None:
+                return [self._v.refuse_problem(message, problem)]
         if len(self._incoming) >= self._max_in_flight:
             return [self._v.over_limit(message)]
         params = message.params
-        cls = message.__class__
-        task = False
-        if cls in self._param_classes:
-            task = cls in self._task_classes and params.task is not UNSET
-            if task or cls in self._mode_classes:
-                missing = self._terms.own_gate.missing(message)
-                if missing is not None:
-                    return [self._v.capability(message, missing)]
+        task = cls in self._task_classes and params.task is not UNSET
         # params_meta(params), inline: a Struct's meta, else the open params' _meta.
         meta = getattr(params, "meta", None)
         if meta.__class__ is dict:
@@ -544,12 +557,12 @@ class Receiver(OnParts):
                 return [token]
         else:
             token = None
-        if token is not None and (
-            (token.__class__ is not str and token.__class__ is not int)
-            or not self._reporting.begin(token, request_id)
-        ):
-            return [self._token_problem(message, token)]
-        return self._take_in(message, request_id, message.method, token, task, checked)
+        if token is not None:
+            problem = TOKEN_FREE.check(message, peer)
+            if problem is not None:
+                return [self._v.refuse_problem(message, problem)]
+            self._reporting.begin(token, message.id)
+        return self._take_in(message, message.id, message.method, token, task, checked)
 
     def _take_in(
         self,
@@ -590,12 +603,6 @@ class Receiver(OnParts):
         if batch is not None:
             batch.waiting.add(request_id)
         return [event]
-
-    def _token_problem(self, message: Any, token: Any) -> ProtocolViolation:
-        """The violation of a request whose progress token the tracker refused."""
-        problem = token_problem(token, self._reporting)
-        assert problem is not None  # the tracker refuses only what the check refuses
-        return self._v.refuse_problem(message, problem)
 
     def _loose_token(self, message: Any) -> Any:
         """The progress token in the open params (a plain object) of ``ping``,
@@ -654,45 +661,58 @@ class Receiver(OnParts):
             active=active,
         )
 
+    def _progress_handler(self, rules: tuple[MessageRule, ...]) -> Handler:
+        """The handler of ``notifications/progress``, the most frequent notification:
+        :meth:`_on_progress` behind ``rules``, with what it reads bound once, here."""
+        peer = self._peer
+        broken = self._broken
+        expected = self._expected
+        active = expected.active
+        lasts = expected.last
+
+        checks = tuple(rule.check for rule in rules)
+
+        def on_progress(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, False)
+            params = message.params
+            token = params.progress_token
+            progress = lasts[token] = params.progress
+            total = params.total
+            text = getattr(params, "message", UNSET)  # not in 2024-11-05
+            return [
+                ProgressReceived(
+                    message,
+                    token,
+                    progress,
+                    None if total is UNSET else total,
+                    None if text is UNSET else text,
+                    active[token],
+                )
+            ]
+
+        return on_progress
+
     def _on_progress(self, message: Any) -> list[Event]:
+        """Progress the rule table let through (an active token, increasing): recorded,
+        and its event."""
         params = message.params
         token = params.progress_token
         progress = params.progress
         expected = self._expected
-        # Tokens.step, inline for the usual case: an active token, increasing progress.
-        request_id = expected.active.get(token)
-        if request_id is not None:
-            lasts = expected.last
-            last = lasts.get(token)
-            if last is None or progress > last:
-                lasts[token] = progress
-                total = params.total
-                text = getattr(params, "message", UNSET)  # not in 2024-11-05
-                return [
-                    ProgressReceived(
-                        message,
-                        token,
-                        progress,
-                        None if total is UNSET else total,
-                        None if text is UNSET else text,
-                        request_id,
-                    )
-                ]
-        verdict = expected.step(token, progress)
-        if verdict is IGNORE:
-            return []  # crossed this side's cancellation of the request
-        assert isinstance(verdict, Rule)
-        if verdict is Rule.PROGRESS_NOT_INCREASING:
-            reason, path = f"progress {show(progress)} does not increase", "$.params.progress"
-        elif verdict is Rule.PROGRESS_AFTER_COMPLETION:
-            reason = f"progress for token {show(token)} after its request completed"
-            path = "$.params.progressToken"
-        else:
-            reason = f"no active request has progress token {show(token)}"
-            path = "$.params.progressToken"
+        expected.last[token] = progress
+        total = params.total
+        text = getattr(params, "message", UNSET)  # not in 2024-11-05
         return [
-            self._v.violation(
-                verdict, reason, path=path, request_id=request_id, method=message.method
+            ProgressReceived(
+                message,
+                token,
+                progress,
+                None if total is UNSET else total,
+                None if text is UNSET else text,
+                expected.active[token],
             )
         ]
 

@@ -11,19 +11,18 @@ no trace.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
 
-from .capabilities import as_json, required_capability
-from .checks import SenderView, first_problem, misuse, token_problem
+from .capabilities import as_json
+from .checks import DECLARED, IGNORED, PHASE, TOKEN_FREE, SenderView, misuse
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
 from .inbound import settle
 from .misuse import (
-    CapabilityError,
     ProgressError,
     RequestIdError,
     RevisionError,
@@ -33,8 +32,8 @@ from .misuse import (
 from .models import misuse_of_result
 from .parts import OnParts
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
-from .progress import IGNORE, TERMINAL_TASK_STATUSES
-from .rules import RULES, Rule
+from .progress import TERMINAL_TASK_STATUSES
+from .rules import Rule
 from .state import Phase
 from .stateless import LISTEN
 
@@ -101,8 +100,21 @@ class Sender(OnParts):
         super().__init__(parts)
         #: What the rules see of the sender of a sent message: this side.
         self._own = SenderView(
-            parts.terms.role, parts.pending, parts.subscriptions, receiving=False
+            parts.terms.role,
+            parts.pending,
+            parts.subscriptions,
+            receiving=False,
+            life=parts.life,
+            progress=parts.progress,
+            terms=parts.terms,
         )
+        #: What a notification of this side changes once it passed its rules, by method.
+        self._recorded: dict[str, Callable[[Any], None]] = {
+            "notifications/cancelled": self._send_cancel,
+            "notifications/progress": self._record_progress,
+            "notifications/tasks/status": self._record_task_status,
+            "notifications/initialized": self._record_initialized,
+        }
 
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` (a generated request or notification of the revision
@@ -136,15 +148,29 @@ class Sender(OnParts):
         terms = self._terms
         if cls.__module__ != terms.module.__name__:
             self._other_revision(cls, method)
-        rules = terms.own_rules.get(method)
-        if rules is not None:
-            broken = first_problem(rules, message, self._own)
-            if broken is not None:
-                raise misuse(broken[1], broken[0].error)
-        if hasattr(message, "id"):
-            return self._send_request(message, method, progress_token)
-        if progress_token is not None:
+        request = hasattr(message, "id")
+        if not request and progress_token is not None:
             raise TypeError("progress_token is for requests")
+        own = terms.own_requests if request else terms.own_notifications
+        if method not in own:
+            kind = "request" if request else "notification"
+            raise RevisionError(
+                Rule.METHOD_NOT_FOUND,
+                f"{method!r} is not a {terms.role.value} {kind} in revision {terms.codec.revision}",
+            )
+        # The rule table, in its order (see checks): the phase's gate, the rules of
+        # every request, the rules of the method.
+        rules = terms.own_rules.get(method, ())
+        rules = (PHASE, *terms.own_request_rules, *rules) if request else (PHASE, *rules)
+        sender = self._own
+        for rule in rules:
+            problem = rule.check(message, sender)
+            if problem is not None:
+                if problem is IGNORED:
+                    return b""  # it crossed the peer's cancellation: nothing to send
+                raise misuse(problem, rule.error)
+        if request:
+            return self._send_request(message, method, progress_token)
         return self._send_notification(message, method)
 
     def _other_revision(self, cls: type, method: str) -> None:
@@ -218,39 +244,20 @@ class Sender(OnParts):
 
     # -- requests ---------------------------------------------------------------------------
 
-    def _check_method(
-        self, method: str, kind: str, own: Mapping[str, Any], allowed: frozenset[str] | None
-    ) -> None:
-        """A ``kind`` (request or notification) of ``method`` is one this side sends in the
-        revision in use (``own``), and one the lifecycle lets through now (``allowed``)."""
-        terms = self._terms
-        if method not in own:
-            raise RevisionError(
-                Rule.METHOD_NOT_FOUND,
-                f"{method!r} is not a {terms.role.value} {kind} in revision {terms.codec.revision}",
-            )
-        if allowed is not None and method not in allowed:
-            raise StateError(
-                Rule.NOT_INITIALIZED, f"cannot send {method!r} in phase {self._life.phase.value}"
-            )
-
     def _send_request(self, message: Any, method: str, token_arg: int | str | None) -> bytes:
+        """A request that passed the rules of every request and of its method: the
+        capability the peer declared and the progress token judged (the rule table's
+        :data:`~.checks.DECLARED` and :data:`~.checks.TOKEN_FREE`), it is stamped and
+        recorded."""
         terms = self._terms
-        self._check_method(method, "request", terms.own_requests, self._life.send_gate.requests)
         request_id = message.id
-        if request_id in self._outgoing:
-            raise RequestIdError(
-                Rule.DUPLICATE_REQUEST_ID, f"request id {request_id!r} is already outstanding"
-            )
         negotiating = method in _NEGOTIATING
         if negotiating:
             self._negotiation.sending(message, method)
-        path = required_capability(message, terms.peer_table, terms.peer_defined)
-        if path is not None and terms.peer_lacks(path):
-            raise CapabilityError(
-                Rule.CAPABILITY_NOT_DECLARED,
-                f"the peer did not declare the {'.'.join(path)} capability {method} needs",
-            )
+        own = self._own
+        problem = DECLARED.check(message, own)
+        if problem is not None:
+            raise misuse(problem, DECLARED.error)
         message, caps_json, log_level = terms.model.stamp_request(
             terms.role, message, terms.codec.revision, terms.own_caps, terms.info_json
         )
@@ -267,9 +274,9 @@ class Sender(OnParts):
             params = message.params
             token = token_arg
         if token is not None:
-            problem = token_problem(token, self._expected)
+            problem = TOKEN_FREE.check(message, own)
             if problem is not None:
-                raise misuse(problem, ProgressError)
+                raise misuse(problem, TOKEN_FREE.error)
         codec = terms.codec
         data = codec.encode(message)
         task = getattr(params, "task", UNSET) is not UNSET and method in codec.task_results
@@ -297,29 +304,24 @@ class Sender(OnParts):
     # -- notifications ------------------------------------------------------------------------
 
     def _send_notification(self, message: Any, method: str) -> bytes:
-        terms = self._terms
-        self._check_method(
-            method, "notification", terms.own_notifications, self._life.send_gate.notifications
-        )
-        if method == "notifications/cancelled":
-            self._send_cancel(message)
-        elif method == "notifications/progress":
-            params = message.params
-            verdict = self._reporting.step(params.progress_token, params.progress)
-            if verdict is IGNORE:
-                return b""  # the peer cancelled the request: nothing to report to
-            if isinstance(verdict, Rule):
-                raise ProgressError(
-                    verdict,
-                    f"progress {params.progress!r} for token {params.progress_token!r}: "
-                    f"{RULES[verdict].summary}",
-                )
-        elif method == "notifications/tasks/status":
-            if message.params.status in TERMINAL_TASK_STATUSES:
-                self._progress.task_finished(message.params.task_id)
-        elif method == "notifications/initialized":
-            self._negotiation.sending(message, method)
-        return terms.codec.encode(message)
+        """A notification that passed the rules of its method: what it changes, and its
+        bytes."""
+        record = self._recorded.get(method)
+        if record is not None:
+            record(message)
+        return self._terms.codec.encode(message)
+
+    def _record_progress(self, message: Any) -> None:
+        """Progress the rule table let through: its value is the last one now."""
+        params = message.params
+        self._reporting.last[params.progress_token] = params.progress
+
+    def _record_task_status(self, message: Any) -> None:
+        if message.params.status in TERMINAL_TASK_STATUSES:
+            self._progress.task_finished(message.params.task_id)
+
+    def _record_initialized(self, message: Any) -> None:
+        self._negotiation.sending(message, "notifications/initialized")
 
     def _send_cancel(self, message: Any) -> None:
         """This side cancels a request it sent (its late response will be ignored), or,

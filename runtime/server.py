@@ -66,16 +66,13 @@ class ServerNegotiation:
     # -- receiving ----------------------------------------------------------------------
 
     def handlers(self, receiver: Receiver) -> dict[str, Handler]:
-        on_request = receiver.on_request
-        violations = self._session._violations
-        incoming = self._session._pending.incoming
+        """What takes in ``initialize`` and ``notifications/initialized`` once they
+        passed the rule table (which judges that each comes once, in order: the
+        lifecycle's moves)."""
+        take_request = receiver.take_request
 
         def on_initialize(message: Any) -> list[Event]:
-            if message.id in incoming:
-                return [violations.duplicate(message)]
-            if self._life.phase is not Phase.IDLE:
-                return [violations.out_of_phase("initialize", message.id)]
-            events = on_request(message)
+            events = take_request(message)
             if isinstance(events[0], RequestReceived):
                 self._initialize_id = message.id
                 self._initialize_received(message.params)
@@ -95,8 +92,6 @@ class ServerNegotiation:
         self._life.fire(Trigger.RECEIVE_INITIALIZE)
 
     def _on_initialized(self, message: Any) -> list[Event]:
-        if self._life.phase is not Phase.INITIALIZED:
-            return [self._session._violations.out_of_phase(message.method, None)]
         self._life.fire(Trigger.RECEIVE_INITIALIZED)
         terms = self._terms
         terms.agree()

@@ -9,6 +9,7 @@ receive and send tables after either. Everything else here is read.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
@@ -29,7 +30,7 @@ from .capabilities import (
     defined_capabilities,
     has_capability,
 )
-from .checks import rule_table
+from .checks import request_rules, rule_table
 from .codec import MAX_BATCH_MEMBERS, Codec
 from .contract import RESULT_INPUT_REQUIRED
 from .kept import Kept
@@ -174,6 +175,9 @@ class Terms:
         #: The message rules of this side's messages and of the peer's, by method.
         self.own_rules = rule_table(self.role, self.model.kind)
         self.peer_rules = rule_table(self.peer_role, self.model.kind)
+        #: The rules of every request of this side and of the peer, in order.
+        self.own_request_rules = request_rules(self.role, self.model.kind)
+        self.peer_request_rules = request_rules(self.peer_role, self.model.kind)
         self.declare(self.own_caps)
 
     def declare(self, capabilities: dict[str, Any]) -> None:
@@ -230,10 +234,9 @@ class Terms:
         result_type = codec.result_type(method, task=task)
         classes = result_classes(result_type)
         if not isinstance(result, classes) and type(result).__module__ == self.module.__name__:
-            try:
+            # Not a result of the method there: left as it is, to be refused.
+            with contextlib.suppress(msgspec.ValidationError):
                 result = msgspec.convert(msgspec.to_builtins(result), result_type)
-            except msgspec.ValidationError:
-                pass  # not a result of the method there: refused as it is
         return codec, facts.model, classes, result
 
     def sends_in(self, revision: str, method: str) -> bool:

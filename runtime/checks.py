@@ -24,8 +24,8 @@ A message goes through, in this order, and stops at the first problem:
    ``initialize`` and ``notifications/initialized``, the monotonic progress of
    ``notifications/progress``, cancellation, 2026-07-28 logging and subscriptions);
 4. a request, once its model's ``_meta`` is read (:mod:`.stateless`): :data:`DECLARED`,
-   the capability its receiver declared (:mod:`.capabilities`), then
-   :data:`TOKEN_FREE`, its progress token.
+   the capability its receiver declared (:mod:`.capabilities`), then, once its
+   progress token is read, :func:`token_problem` (free, and within the limit).
 
 Then, and only then, the session records the message (the pending table, the progress
 tokens, the subscriptions) and makes its event or its bytes. Which rules a method has,
@@ -72,7 +72,6 @@ __all__ = [
     "NEW_ID",
     "PHASE",
     "REQUEST_RULES",
-    "TOKEN_FREE",
     "MessageRule",
     "Problem",
     "SenderView",
@@ -405,15 +404,6 @@ def _declared(message: Any, sender: SenderView) -> Problem | None:
     )
 
 
-def _token_free(message: Any, sender: SenderView) -> Problem | None:
-    """A request's progress token is free (see :func:`token_problem`)."""
-    meta = params_meta(getattr(message, "params", None))
-    token = meta.get("progressToken") if meta is not None else None
-    if token is None or sender.tokens is None:
-        return None
-    return token_problem(token, sender.tokens)
-
-
 def _progress_in_order(message: Any, sender: SenderView) -> Problem | None:
     """Progress refers to an active token of a request the sender received, and
     increases; nothing after the request completed (progress for a request the
@@ -505,9 +495,6 @@ NEW_ID: Final = MessageRule(
 )
 #: A request needs the capability its receiver declared.
 DECLARED: Final = MessageRule(Rule.CAPABILITY_NOT_DECLARED, None, _declared, error=CapabilityError)
-#: A request's progress token is free.
-TOKEN_FREE: Final = MessageRule(Rule.PROGRESS_TOKEN_IN_USE, None, _token_free, error=ProgressError)
-
 register(NEW_ID)
 for _rule in (
     MessageRule(

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from .capabilities import MODE_DEPENDENT, as_json
-from .checks import DECLARED, IGNORED, PHASE, TOKEN_FREE, MessageRule, SenderView
+from .checks import DECLARED, IGNORED, PHASE, MessageRule, SenderView, token_problem
 from .codec import DECODE_FAILURES, envelope_decoder
 from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
 from .errors import ErrorCode, InvalidMessage, clip, show
@@ -130,6 +130,13 @@ def _struct_params(cls: type) -> bool:
     )
 
 
+class Admit(Protocol):
+    """Takes in a request that passed its rules, given its ``_meta`` as read in the
+    stateless model."""
+
+    def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
+
+
 class Receiver(OnParts):
     """The receiving part of a session: ``receive``, and the dispatch table behind it.
 
@@ -211,7 +218,13 @@ class Receiver(OnParts):
             own = method_rules.get(method, ())
             rules = (*every_request, *own)
             take = taker.get(method, self.take_request)
-            if take == self.take_request and cls not in judged_each and _struct_params(cls):
+            plain = cls not in judged_each and _struct_params(cls)
+            if take != self.take_request:  # it negotiates
+                handlers[cls] = self._judged(take, rules, request=True)
+            elif reads_meta:
+                accept = self._plain_request_handler(cls, ()) if plain else self._admit
+                handlers[cls] = self._with_meta(rules, accept)
+            elif plain:
                 handlers[cls] = self._plain_request_handler(cls, rules)
             else:
                 handlers[cls] = self._judged(take, rules, request=True)
@@ -454,12 +467,45 @@ class Receiver(OnParts):
             }
         return self._v.refuse(message, problem.rule, problem.reason, problem.path, data)
 
-    def _plain_request_handler(self, cls: type, rules: tuple[MessageRule, ...]) -> Handler:
+    def _with_meta(self, rules: tuple[MessageRule, ...], accept: Admit) -> Handler:
+        """The handler of a request in a model that negotiates in its ``_meta``: judged
+        by ``rules``, its ``_meta`` read (the first valid one may make the session
+        ready), then taken in by ``accept``. What does not change per message is bound
+        once, here."""
+        checks = tuple(rule.check for rule in rules)
+        peer = self._peer
+        broken = self._broken
+        terms = self._terms
+        reader = terms.meta_reader
+        assert reader is not None
+        read = reader.read
+        ready_by_request = self._negotiation.ready_by_request
+        meta_refused = self._meta_refused
+
+        def on_request_with_meta(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, True)
+            meta = message.params.meta
+            checked = read(meta)
+            if not isinstance(checked, RequestMeta):
+                return [meta_refused(message, meta, checked)]
+            ready = None if terms.ready_emitted else ready_by_request(checked)
+            events = accept(message, checked)
+            if ready is not None:
+                events.insert(0, ready)
+            return events
+
+        return on_request_with_meta
+
+    def _plain_request_handler(self, cls: type, rules: tuple[MessageRule, ...]) -> Admit:
         """The handler of the usual request, of class ``cls``: its params a Struct with
         ``_meta``, its capability declared unless it is task-augmented (judged once, in
-        :meth:`rebuild`). It is judged by ``rules`` and taken in as :meth:`take_request`
+        :meth:`rebuild`). It is judged by ``rules`` and taken in as :meth:`_admit`
         does, with what does not change per message (the method, the session's tables)
-        bound once, here."""
+        bound once, here. ``checked``: the request's ``_meta``, read already, in the
+        stateless model."""
         method: str = cls.method  # type: ignore[attr-defined]
         checks = tuple(rule.check for rule in rules)
         peer = self._peer
@@ -469,46 +515,28 @@ class Receiver(OnParts):
         take_in = self._take_in
         violations = self._v
         max_in_flight = self._max_in_flight
-        token_free = TOKEN_FREE.check
-        terms = self._terms
-        reader = terms.meta_reader
-        read = reader.read if reader is not None and self._reads_meta else None
-        ready_by_request = self._negotiation.ready_by_request
-        meta_refused = self._meta_refused
+        reporting = self._reporting
         may_task = cls in self._task_classes
-        take_request = self.take_request
+        admit = self._admit
 
-        def on_plain_request(message: Any) -> list[Event]:
+        def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
             for check in checks:
                 problem = check(message, peer)
                 if problem is not None:
                     return broken(message, rules[checks.index(check)], problem, True)
             params = message.params
             if may_task and params.task is not UNSET:
-                return take_request(message)  # its capability depends on it
-            meta = params.meta
-            checked = ready = None
-            if read is not None:  # the model negotiates in _meta: read it first
-                checked = read(meta)
-                if checked.__class__ is not RequestMeta:
-                    return [meta_refused(message, meta, checked)]
-                if not terms.ready_emitted:
-                    ready = ready_by_request(checked)
-            events: list[Event]
+                return admit(message, checked)  # its capability depends on it
             if len(incoming) >= max_in_flight:
-                events = [violations.over_limit(message)]
-            else:
-                token = meta.get("progressToken") if meta.__class__ is dict else None
-                problem = None if token is None else token_free(message, peer)
+                return [violations.over_limit(message)]
+            meta = params.meta
+            token = meta.get("progressToken") if meta.__class__ is dict else None
+            if token is not None:
+                problem = token_problem(token, reporting)
                 if problem is not None:
-                    events = [violations.refuse_problem(message, problem)]
-                else:
-                    if token is not None:
-                        begin(token, message.id)
-                    events = take_in(message, message.id, method, token, False, checked)
-            if ready is not None:
-                events.insert(0, ready)
-            return events
+                    return [violations.refuse_problem(message, problem)]
+                begin(token, message.id)
+            return take_in(message, message.id, method, token, False, checked)
 
         return on_plain_request
 
@@ -517,7 +545,7 @@ class Receiver(OnParts):
         :mod:`.checks`): in a model that negotiates in ``_meta``, that is read first
         (the first valid one may make the session ready); then the capability it needs
         (:data:`~.checks.DECLARED`), the limit of requests in flight and its progress
-        token (:data:`~.checks.TOKEN_FREE`) are judged, and the pending-table record and
+        token (:func:`~.checks.token_problem`) are judged, and the pending-table record and
         the event made."""
         if not self._reads_meta:
             return self._admit(message, None)
@@ -558,7 +586,7 @@ class Receiver(OnParts):
         else:
             token = None
         if token is not None:
-            problem = TOKEN_FREE.check(message, peer)
+            problem = token_problem(token, self._reporting)
             if problem is not None:
                 return [self._v.refuse_problem(message, problem)]
             self._reporting.begin(token, message.id)

@@ -18,7 +18,7 @@ import msgspec
 from msgspec import UNSET
 
 from .capabilities import as_json
-from .checks import DECLARED, IGNORED, PHASE, TOKEN_FREE, SenderView, misuse
+from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
 from .inbound import settle
@@ -247,8 +247,8 @@ class Sender(OnParts):
     def _send_request(self, message: Any, method: str, token_arg: int | str | None) -> bytes:
         """A request that passed the rules of every request and of its method: the
         capability the peer declared and the progress token judged (the rule table's
-        :data:`~.checks.DECLARED` and :data:`~.checks.TOKEN_FREE`), it is stamped and
-        recorded."""
+        :data:`~.checks.DECLARED` and :func:`~.checks.token_problem`), it is stamped
+        and recorded."""
         terms = self._terms
         request_id = message.id
         negotiating = method in _NEGOTIATING
@@ -274,9 +274,9 @@ class Sender(OnParts):
             params = message.params
             token = token_arg
         if token is not None:
-            problem = TOKEN_FREE.check(message, own)
+            problem = token_problem(token, self._expected)
             if problem is not None:
-                raise misuse(problem, TOKEN_FREE.error)
+                raise misuse(problem, ProgressError)
         codec = terms.codec
         data = codec.encode(message)
         task = getattr(params, "task", UNSET) is not UNSET and method in codec.task_results

@@ -126,7 +126,8 @@ class Terms:
         # The peer's capabilities (JSON) and identity, once known: kept within a small
         # multiple of their wire size (see peer_caps and peer_info).
         self._peer_caps: Kept[dict[str, Any]] | None = None
-        self._peer_present: frozenset[Path] = frozenset()
+        #: Whether the peer declared each capability path asked about so far.
+        self._peer_answers: dict[Path, bool] = {}
         self._peer_info: Kept[Any] | None = None
         #: The revision and model agreed, once negotiation is over.
         self.negotiated: str | None = None
@@ -199,18 +200,24 @@ class Terms:
     @peer_caps.setter
     def peer_caps(self, capabilities: dict[str, Any] | None) -> None:
         if capabilities is None:
-            self._peer_caps, self._peer_present = None, frozenset()
+            self._peer_caps, self._peer_answers = None, {}
             return
-        self._peer_caps = Kept(capabilities)
-        # What the checks ask of them, answered once: they never read them again.
-        self._peer_present = frozenset(
-            path for path in CAPABILITY_PATHS if has_capability(capabilities, path)
-        )
+        kept = self._peer_caps = Kept(capabilities)
+        self._peer_answers = {}
+        if kept.size:  # kept as JSON: what the checks ask of them is answered now
+            for path in CAPABILITY_PATHS:
+                self._peer_answers[path] = has_capability(capabilities, path)
 
     def peer_lacks(self, path: Path) -> bool:
         """Whether the peer declared its capabilities without ``path`` (one of
-        :data:`~.capabilities.CAPABILITY_PATHS`)."""
-        return self._peer_caps is not None and path not in self._peer_present
+        :data:`~.capabilities.CAPABILITY_PATHS` when they are large)."""
+        kept = self._peer_caps
+        if kept is None:
+            return False
+        answer = self._peer_answers.get(path)
+        if answer is None:
+            answer = self._peer_answers[path] = has_capability(kept.get(), path)
+        return not answer
 
     @property
     def peer_info(self) -> Any:

@@ -12,14 +12,13 @@ from typing import Any, Final
 
 from msgspec import UNSET
 
-from .capabilities import Path
 from .envelope import ErrorObject, ErrorResponse, RequestId
 from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
 from .limits import Limits
 from .pending import IncomingRequest, OutgoingRequest, PendingTable, UnrecordedErrorResponse
 from .rules import RULES, Problem, Rule
-from .state import Lifecycle, Phase
+from .state import Lifecycle
 from .terms import Terms
 
 __all__ = ["Violations", "error_object"]
@@ -237,46 +236,6 @@ class Violations:
             request_id=request_id,
             method=method,
             answer=request_id is not None,
-        )
-
-    def out_of_phase(self, method: str, request_id: RequestId | None) -> ProtocolViolation:
-        """The violation of a message the lifecycle does not allow now."""
-        phase = self._life.phase
-        if method == "initialize" or (
-            method == "notifications/initialized" and phase is Phase.READY
-        ):
-            rule = Rule.ALREADY_INITIALIZED
-            reason = f"{method} comes once"
-        else:
-            rule = Rule.NOT_INITIALIZED
-            reason = f"{show(method)} is not allowed in phase {phase.value}"
-        return self.violation(
-            rule,
-            reason,
-            path="$.method",
-            request_id=request_id,
-            method=method,
-            answer=request_id is not None,
-        )
-
-    def duplicate(self, message: Any) -> ProtocolViolation:
-        """The violation of a request whose id is outstanding (never answered)."""
-        return self.violation(
-            Rule.DUPLICATE_REQUEST_ID,
-            f"request id {show(message.id)} is already outstanding",
-            path="$.id",
-            request_id=message.id,
-            method=message.method,
-        )
-
-    def capability(self, message: Any, path: Path) -> ProtocolViolation:
-        """The violation of a request that needs a capability this side did not declare."""
-        return self.refuse(
-            message,
-            Rule.CAPABILITY_NOT_DECLARED,
-            f"{message.method} needs the {'.'.join(path)} capability, which this side did "
-            "not declare",
-            "$.method",
         )
 
     def of_result(

@@ -79,9 +79,8 @@ class ClientNegotiation:
         self._probe_retried = False
         #: The id of the ``server/discover`` that ``start`` sent, if it sent one.
         self.opening: RequestId | None = None
-        #: The capabilities of the last discover result, and its server identity (JSON):
-        #: converted again only when they change.
-        self._discovered: Kept[Any] | None = None
+        #: The server identity of the last discover result (JSON): converted again only
+        #: when it changes (kept within a small multiple of its size).
         self._discovered_info: Kept[Any] | None = None
 
     # -- the requests that negotiate ---------------------------------------------------------
@@ -222,7 +221,7 @@ class ClientNegotiation:
                 error=violation.error,
                 rule=Rule.INVALID_RESULT,
             )
-        terms.peer_caps = as_json(result.capabilities)
+        terms.peer_caps = result.capabilities
         terms.peer_info = result.server_info
         self._life.fire(Trigger.RECEIVE_INITIALIZE_RESULT)
         terms.agree()
@@ -272,12 +271,9 @@ class ClientNegotiation:
             return  # a discover result outside the stateless model teaches nothing
         # A server sends the same capabilities and identity in every discover result:
         # they are converted again only when they differ from the last ones.
-        # (What is kept of them is held within a small multiple of their size: Kept.)
         caps = result.capabilities
-        known = self._discovered
-        if known is None or known.get() != caps:
-            terms.peer_caps = as_json(caps)
-            self._discovered = Kept(caps)
+        if terms.peer_capabilities != caps:
+            terms.peer_caps = caps
         meta = result.meta if result.meta is not UNSET else {}
         info = meta.get(META_SERVER_INFO)
         if info is not None:

@@ -24,7 +24,6 @@ from .core import Session
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
-from .kept import Kept
 from .limits import Limits
 from .misuse import NegotiationError, RevisionError, StateError
 from .negotiation import (
@@ -60,8 +59,6 @@ class ServerNegotiation:
         self.answer_version: str | None = None
         #: The id of the initialize being negotiated (a second one is refused alone).
         self._initialize_id: RequestId | None = None
-        #: The client's capabilities as its initialize typed them (for SessionReady).
-        self._client_capabilities_typed: Kept[Any] = Kept(None)
 
     # -- receiving ----------------------------------------------------------------------
 
@@ -86,8 +83,7 @@ class ServerNegotiation:
     def _initialize_received(self, params: Any) -> None:
         terms = self._terms
         self.answer_version = negotiate_handshake(params.protocol_version, self._handshake_accepted)
-        terms.peer_caps = as_json(params.capabilities)
-        self._client_capabilities_typed = Kept(params.capabilities)
+        terms.peer_caps = params.capabilities
         terms.peer_info = params.client_info
         self._life.fire(Trigger.RECEIVE_INITIALIZE)
 
@@ -101,7 +97,7 @@ class ServerNegotiation:
                 revision=terms.codec.revision,
                 model="handshake",
                 peer_info=terms.peer_info,
-                peer_capabilities=self._client_capabilities_typed.get(),
+                peer_capabilities=terms.peer_capabilities,
             ),
         ]
 

@@ -125,7 +125,7 @@ class Terms:
         self.own_caps: dict[str, Any] = as_json(capabilities)
         # The peer's capabilities (JSON) and identity, once known: kept within a small
         # multiple of their wire size (see peer_caps and peer_info).
-        self._peer_caps: Kept[dict[str, Any]] | None = None
+        self._peer_caps: Kept[Any] | None = None
         #: Whether the peer declared each capability path asked about so far.
         self._peer_answers: dict[Path, bool] = {}
         self._peer_info: Kept[Any] | None = None
@@ -195,18 +195,27 @@ class Terms:
     def peer_caps(self) -> dict[str, Any] | None:
         """The peer's capabilities (JSON object), once known."""
         kept = self._peer_caps
-        return None if kept is None else kept.get()
+        return None if kept is None else as_json(kept.get())
 
     @peer_caps.setter
-    def peer_caps(self, capabilities: dict[str, Any] | None) -> None:
+    def peer_caps(self, capabilities: Any) -> None:
+        """The peer declared ``capabilities`` (its ``ClientCapabilities`` or
+        ``ServerCapabilities``), or ``None``: not known."""
+        self._peer_answers = {}
         if capabilities is None:
-            self._peer_caps, self._peer_answers = None, {}
+            self._peer_caps = None
             return
         kept = self._peer_caps = Kept(capabilities)
-        self._peer_answers = {}
         if kept.size:  # kept as JSON: what the checks ask of them is answered now
+            declared = as_json(capabilities)
             for path in CAPABILITY_PATHS:
-                self._peer_answers[path] = has_capability(capabilities, path)
+                self._peer_answers[path] = has_capability(declared, path)
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """The peer's capabilities as it declared them (typed), once known."""
+        kept = self._peer_caps
+        return None if kept is None else kept.get()
 
     def peer_lacks(self, path: Path) -> bool:
         """Whether the peer declared its capabilities without ``path`` (one of
@@ -216,7 +225,7 @@ class Terms:
             return False
         answer = self._peer_answers.get(path)
         if answer is None:
-            answer = self._peer_answers[path] = has_capability(kept.get(), path)
+            answer = self._peer_answers[path] = has_capability(as_json(kept.get()), path)
         return not answer
 
     @property

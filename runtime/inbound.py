@@ -5,16 +5,16 @@ it can, and everything it can once per revision and capability set (:meth:`Recei
 rebuild`, which the session calls when either changes):
 
 1. While the lifecycle gates what may arrive (before the session is ready, or after it
-   closed), a message takes :meth:`Receiver._receive_gated`, which checks the gate.
+   closed), a message takes :meth:`Receiver._receive_gated`, whose rules include the
+   gate of the phase.
 2. One ``codec.decode``; with exactly one request outstanding, for all but small
    messages, ``codec.decode_response``, which types the result of a response to it in
    the same pass.
-3. The handler of the message's class from the dispatch table: a request, a
-   notification, a result or an error. A request whose capability this
-   side did not declare maps straight to its refusal; a request that may pass does only
-   dict lookups, its progress token, and the two objects it produces: the pending-table
-   record and the event. A method with rules in the rule table (:mod:`.checks`) has its
-   handler behind them; the messages that negotiate go to the negotiation part.
+3. The handler of the message's class from the dispatch table: a request or a
+   notification is judged by the rules the rule table (:mod:`.checks`) holds for it,
+   in the table's order, then taken in (the pending-table record and the event); a
+   result or an error settles the request of this side it answers. The messages that
+   negotiate are taken in by the negotiation part, after the same rules.
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
-from .negotiation import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .negotiation import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    NEVER_BATCHED,
+    TYPED_BY_ITS_ANSWER,
+)
 from .parts import OnParts
 from .pending import Batch, IncomingRequest, OutgoingRequest
 from .progress import TERMINAL_TASK_STATUSES, ProgressTracker
@@ -55,13 +60,10 @@ if TYPE_CHECKING:
     from .negotiating import Negotiation
     from .parts import Parts
 
-__all__ = ["Handler", "Receiver", "what_it_is"]
+__all__ = ["SETTLED_BY_ANSWER", "Handler", "Receiver", "settle", "what_it_is"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
-
-#: Requests whose result reports a task's status.
-_TASK_STATUS: Final = frozenset({"tasks/get", "tasks/cancel"})
 
 
 def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
@@ -79,6 +81,39 @@ def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
     return True, envelope.id if is_id(envelope.id) else None, method
 
 
+def _subscription_over(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """An answered ``subscriptions/listen``: its subscription is over."""
+    subscriptions.closed(record.id)
+
+
+def _task_status(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """An answer that reports a task's status: a terminal one finishes the task."""
+    if getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
+        progress.task_finished(result.task_id)
+
+
+def _task_result(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """The result of a task this side asked for (``tasks/result``): the task is over."""
+    task_id = getattr(getattr(getattr(record, "request", None), "params", None), "task_id", None)
+    if isinstance(task_id, str):
+        progress.task_finished(task_id)
+
+
+#: What an answer to a request of a method settles beyond its progress token, by method.
+SETTLED_BY_ANSWER: Final[dict[str, Callable[[ProgressTracker, Subscriptions, Any, Any], None]]] = {
+    LISTEN: _subscription_over,
+    "tasks/get": _task_status,
+    "tasks/cancel": _task_status,
+    "tasks/result": _task_result,
+}
+
+
 def settle(
     progress: ProgressTracker,
     subscriptions: Subscriptions,
@@ -86,18 +121,17 @@ def settle(
     result: Any,
 ) -> None:
     """A request was answered, either way (``result`` is ``None`` for an error): its
-    progress token is done, or kept for its task; its subscription is closed; a task
-    it reported terminal is finished."""
+    progress token is done, or kept for its task; and what its method settles
+    (:data:`SETTLED_BY_ANSWER`): its subscription is closed, a task it reported terminal (or
+    whose result it brought) is finished."""
     token = record.progress_token
     if token is not None:
         tokens = progress.expected if record.__class__ is OutgoingRequest else progress.reporting
         task = getattr(result, "task", None) if record.task else None
         tokens.finish(token, task_id=getattr(task, "task_id", None))
-    method = record.method
-    if method == LISTEN:
-        subscriptions.closed(record.id)
-    elif method in _TASK_STATUS and getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
-        progress.task_finished(result.task_id)
+    answered = SETTLED_BY_ANSWER.get(record.method)
+    if answered is not None:
+        answered(progress, subscriptions, record, result)
 
 
 #: From this size on, a message that arrives while one request is outstanding is
@@ -311,8 +345,8 @@ class Receiver(OnParts):
         """``codec.decode`` while one request is outstanding: its response, the likeliest
         message then, comes with its result typed in the same pass."""
         record = next(iter(self._outgoing.values()))
-        if record.method == "initialize":
-            return self._decode(data)  # typed by the revision its answer names
+        if record.method in TYPED_BY_ITS_ANSWER:
+            return self._decode(data)  # typed once the revision it names is known
         try:
             if record.task:
                 return self._codec.decode_response(data, record.method, task=True)
@@ -439,13 +473,14 @@ class Receiver(OnParts):
         """The events of batch member ``index``: decoded, or what the codec refused."""
         if isinstance(item, InvalidMessage):
             return self._invalid(item, data, index)
-        if getattr(item, "method", None) == "initialize":
+        method = getattr(item, "method", None)
+        if method in NEVER_BATCHED:
             return [
                 self._v.violation(
                     Rule.INITIALIZE_IN_BATCH,
-                    "initialize is never part of a batch",
+                    f"{method} is never part of a batch",
                     request_id=item.id,
-                    method="initialize",
+                    method=method,
                     answer=True,
                 )
             ]
@@ -562,7 +597,7 @@ class Receiver(OnParts):
             events.insert(0, ready)
         return events
 
-    def _admit(self, message: Any, checked: RequestMeta | None) -> list[Event]:
+    def _admit(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
         """:meth:`take_request` once ``_meta`` is read (``checked``, in the stateless
         model)."""
         peer = self._peer
@@ -756,7 +791,7 @@ class Receiver(OnParts):
         record = self._outgoing.pop(response.id, None)
         if record is None:
             return self._stray(response.id)
-        if record.method == "initialize":
+        if record.method in TYPED_BY_ITS_ANSWER:
             return self._negotiation.initialize_answered(record, response)
         result = response.result
         if result.__class__ is Raw:  # else typed already (``_awaited``)
@@ -788,10 +823,6 @@ class Receiver(OnParts):
     def _settle(self, record: OutgoingRequest, result: Any) -> None:
         """A request of this side was answered (``result`` ``None`` for an error)."""
         settle(self._progress, self._subscriptions, record, result)
-        if record.method == "tasks/result":
-            task_id = getattr(getattr(record.request, "params", None), "task_id", None)
-            if isinstance(task_id, str):
-                self._progress.task_finished(task_id)
 
     def _stray(self, request_id: RequestId) -> list[Event]:
         """A response to no outstanding request: ignored after a cancellation, else a

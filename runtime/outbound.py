@@ -2,11 +2,12 @@
 
 :class:`Sender` is the sending part of a session. ``send`` checks a message against
 every rule the session keeps before it records anything: the revision and direction of
-the method, the lifecycle gate, the pending table, the peer's capabilities, progress
-tokens, the rule table (:mod:`.checks`), what the protocol model adds (:mod:`.models`)
-and, for the messages that negotiate, the negotiation part. A message that breaks a
-rule raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves
-no trace.
+the method, then the rule table (:mod:`.checks`) in its order, the same rules the
+receiving part judges the peer's messages by (the phase's gate, the rules of every
+request, the rules of the method, the capability the peer declared, the progress
+token), what the protocol model adds (:mod:`.models`) and, for the messages that
+negotiate, the negotiation part. A message that breaks a rule raises a
+:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves no trace.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .capabilities import as_json
 from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
-from .inbound import settle
+from .inbound import SETTLED_BY_ANSWER, settle
 from .misuse import (
     ProgressError,
     RequestIdError,
@@ -30,6 +31,7 @@ from .misuse import (
     StateError,
 )
 from .models import misuse_of_result
+from .negotiation import NEGOTIATING, NEVER_BATCHED
 from .parts import OnParts
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import TERMINAL_TASK_STATUSES
@@ -46,11 +48,7 @@ __all__ = ["Sendable", "Sender", "params_meta", "revision_of"]
 Sendable: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
 #: Methods whose results update more than the pending table.
-_RESULT_HOOKED: Final = frozenset(
-    {"initialize", "server/discover", LISTEN, "tasks/get", "tasks/cancel", "tasks/result"}
-)
-#: Requests that negotiate, and so may pick the revision before negotiation.
-_NEGOTIATING: Final = frozenset({"initialize", "server/discover"})
+_RESULT_HOOKED: Final = NEGOTIATING | frozenset(SETTLED_BY_ANSWER)
 
 
 def params_meta(params: Any) -> Any:
@@ -179,7 +177,7 @@ class Sender(OnParts):
         revision = revision_of(cls)
         terms = self._terms
         if (
-            method in _NEGOTIATING
+            method in NEGOTIATING
             and self._life.phase in (Phase.IDLE, Phase.PROBING)
             and revision in terms.accepted
             and terms.sends_in(revision, method)
@@ -210,8 +208,9 @@ class Sender(OnParts):
             for message in messages:
                 if isinstance(message, (ResultResponse, ErrorResponse)):
                     raise TypeError("send_batch() takes requests and notifications")
-                if getattr(type(message), "method", None) == "initialize":
-                    raise StateError(Rule.INITIALIZE_IN_BATCH, "initialize is never batched")
+                method = getattr(type(message), "method", None)
+                if method in NEVER_BATCHED:
+                    raise StateError(Rule.INITIALIZE_IN_BATCH, f"{method} is never batched")
                 part = self.send(message)
                 request_id = getattr(message, "id", None)
                 if request_id is not None:
@@ -251,7 +250,7 @@ class Sender(OnParts):
         and recorded."""
         terms = self._terms
         request_id = message.id
-        negotiating = method in _NEGOTIATING
+        negotiating = method in NEGOTIATING
         if negotiating:
             self._negotiation.sending(message, method)
         own = self._own
@@ -391,7 +390,7 @@ class Sender(OnParts):
                 f"{type(result).__name__} is not a result of {record.method} in revision "
                 f"{codec.revision}",
             )
-        if record.method in _NEGOTIATING:
+        if record.method in NEGOTIATING:
             self._negotiation.answering(record, result)
         problem = model.result_problem(result, record.capabilities, terms.client_defined)
         if problem is not None:
@@ -425,7 +424,7 @@ class Sender(OnParts):
         record = self._incoming_record(request_id)
         if record is None:
             return b""
-        if record.method == "initialize":
+        if record.method in NEGOTIATING:
             self._negotiation.refusing(record)
         data = encode(response)
         del self._incoming[request_id]

@@ -13,7 +13,7 @@ client's, told by the server's role data, the protocol model and the rule table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from .inbound import Handler, Receiver
 
 __all__ = ["ServerNegotiation", "ServerSession"]
+
+
+#: Requests whose answer moves a server's lifecycle on (and names the version).
+_MOVED_BY_ANSWER: Final = frozenset({"initialize"})
 
 
 class ServerNegotiation:
@@ -163,20 +167,18 @@ class ServerNegotiation:
         """A server sends nothing that negotiates."""
 
     def answering(self, record: IncomingRequest, result: Any) -> None:
-        """The initialize result names the version negotiated; the initialize and
-        discover results declare this server's capabilities."""
-        if record.method == "initialize":
-            version = result.protocol_version
-            if version != self.answer_version:
-                raise NegotiationError(
-                    Rule.UNSUPPORTED_VERSION,
-                    f"the initialize answer is {self.answer_version!r} (the requested version "
-                    f"when accepted, else the newest accepted); got {version!r}",
-                )
-            self._session._declare(as_json(result.capabilities))
+        """The initialize and discover results declare this server's capabilities; the
+        initialize result names the version negotiated, and moves the lifecycle on."""
+        moves = record.method in _MOVED_BY_ANSWER
+        if moves and result.protocol_version != self.answer_version:
+            raise NegotiationError(
+                Rule.UNSUPPORTED_VERSION,
+                f"the initialize answer is {self.answer_version!r} (the requested version "
+                f"when accepted, else the newest accepted); got {result.protocol_version!r}",
+            )
+        self._session._declare(as_json(result.capabilities))
+        if moves:
             self._life.fire(Trigger.SEND_INITIALIZE_RESULT)
-        else:
-            self._session._declare(as_json(result.capabilities))
 
     def refusing(self, record: IncomingRequest) -> None:
         """The initialize being negotiated refused: the client may try again. (A

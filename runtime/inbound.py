@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from .capabilities import MODE_DEPENDENT, as_json
+from .capabilities import MODE_DEPENDENT
 from .checks import DECLARED, IGNORED, PHASE, MessageRule, SenderView, token_problem
 from .codec import DECODE_FAILURES, envelope_decoder
 from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
@@ -661,8 +661,7 @@ class Receiver(OnParts):
                 checked.client_info,
                 checked.log_level,
             )
-            if method == LISTEN:
-                self._subscriptions.opened(request_id, as_json(message.params.notifications))
+            self._subscriptions.recorded(request_id, method, message.params)
         if batch is not None:
             batch.waiting.add(request_id)
         return [event]
@@ -705,11 +704,7 @@ class Receiver(OnParts):
                     events.append(Outgoing(data=flushed, message=list(batch.responses)))
             return events
         served = self._outgoing.get(request_id)
-        if (
-            served is not None
-            and served.method == LISTEN
-            and self._subscriptions.closed(request_id)
-        ):
+        if served is not None and self._subscriptions.closed(request_id):
             del self._outgoing[request_id]
             return [self._cancelled(message, True)]
         return [self._cancelled(message, False)]

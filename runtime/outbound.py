@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from .capabilities import as_json
 from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
@@ -37,7 +36,6 @@ from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import TERMINAL_TASK_STATUSES
 from .rules import Rule
 from .state import Phase
-from .stateless import LISTEN
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -294,8 +292,7 @@ class Sender(OnParts):
         )
         if token is not None:
             self._expected.begin(token, request_id)
-        if method == LISTEN:
-            self._subscriptions.opened(request_id, as_json(params.notifications))
+        self._subscriptions.recorded(request_id, method, params)
         if negotiating:
             self._negotiation.sent(message, method)
         return data
@@ -340,10 +337,8 @@ class Sender(OnParts):
                     pending.cancelled_log_rank = record.log_level
             self._subscriptions.closed(request_id)
             return
-        served = self._incoming.get(request_id)
-        if served is not None and served.method == LISTEN:
-            del self._incoming[request_id]
-            self._subscriptions.closed(request_id)
+        if request_id in self._incoming and self._subscriptions.closed(request_id):
+            del self._incoming[request_id]  # a subscription this side serves
             return
         raise RequestIdError(
             Rule.UNKNOWN_RESPONSE_ID,

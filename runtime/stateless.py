@@ -232,6 +232,12 @@ class Subscriptions:
         """A listen request was sent or received with filter ``requested`` (JSON)."""
         self.open[request_id] = _Subscription(requested)
 
+    def recorded(self, request_id: RequestId, method: str, params: Any) -> None:
+        """A request was recorded, sent or received: a listen request opens its
+        subscription, with the filter it asks for."""
+        if method == LISTEN:
+            self.opened(request_id, as_json(params.notifications))
+
     def closed(self, request_id: RequestId) -> bool:
         """The subscription ended (result or cancellation); whether it was open."""
         return self.open.pop(request_id, None) is not None

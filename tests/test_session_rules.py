@@ -9,10 +9,12 @@ check, in the protocol models and for the senders it names.
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import mcpspec.runtime
@@ -34,6 +36,7 @@ from mcpspec.runtime.checks import (
     unregister,
 )
 from mcpspec.runtime.contract import ProtocolModel
+from mcpspec.runtime.server import ServerNegotiation
 from mcpspec.runtime.state import Role
 
 from .session_kit import connect, meta_for, wire
@@ -250,3 +253,37 @@ def test_without_its_entry_no_path_judges_a_duplicate_request_id() -> None:
         register(EVERY)  # clears the tables' caches
         unregister(EVERY)
     assert REQUEST_RULES[0] is NEW_ID
+
+
+# -- the lifecycle's moves are rules of the table -----------------------------------------------
+
+
+def test_a_second_initialize_is_refused_by_the_lifecycle_table() -> None:
+    """``initialize`` and ``notifications/initialized`` come once, in order: the rule of
+    the table that judges them asks the lifecycle's transitions, both ways."""
+    [moves] = MESSAGE_RULES["initialize"]
+    assert MESSAGE_RULES["notifications/initialized"] == (moves,)
+    client, server = connect("2025-11-25")  # both ready: no gate stands in the way
+    again = client.types.InitializeRequest(
+        id=99,
+        params=client.types.InitializeRequestParams(
+            protocol_version="2025-11-25",
+            capabilities=client.types.ClientCapabilities(),
+            client_info=client.types.Implementation(name="c", version="1"),
+        ),
+    )
+    [violation] = server.receive(wire(msgspec.to_builtins(again)))
+    assert isinstance(violation, ProtocolViolation)
+    assert violation.rule is Rule.ALREADY_INITIALIZED and violation.response is not None
+    initialized = wire({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    [late] = server.receive(initialized)
+    assert isinstance(late, ProtocolViolation) and late.rule is Rule.ALREADY_INITIALIZED
+    with pytest.raises(LocalProtocolError) as raised:
+        client.send(again)
+    assert raised.value.rule is Rule.ALREADY_INITIALIZED
+    with pytest.raises(LocalProtocolError) as raised:
+        client.send(client.types.InitializedNotification())
+    assert raised.value.rule is Rule.ALREADY_INITIALIZED
+    # The server's negotiation part takes initialize in and judges nothing of its phase.
+    taking_in = inspect.getsource(ServerNegotiation.handlers)
+    assert "phase" not in taking_in and "incoming" not in taking_in

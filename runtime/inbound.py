@@ -649,7 +649,11 @@ class Receiver(OnParts):
                 task,
                 batch,
                 checked.log_rank,
-                message.params.meta.get(META_CLIENT_CAPABILITIES),  # a dict: checked
+                # What the request declared, kept only where a result may ask for input
+                # (so a long-lived request, a subscription, keeps nothing of it).
+                message.params.meta.get(META_CLIENT_CAPABILITIES)  # a dict: checked
+                if method in self._terms.input_methods
+                else None,
             )
             event = RequestReceived(
                 message,

@@ -260,3 +260,34 @@ def test_a_client_keeps_a_small_multiple_of_a_large_initialize_result() -> None:
     client.send(client.types.ListToolsRequest(id=client.next_id()))
     with pytest.raises(LocalProtocolError):
         client.send(client.types.ListPromptsRequest(id=client.next_id()))
+
+
+def test_a_server_keeps_a_small_multiple_of_an_open_subscription() -> None:
+    """A 2026-07-28 ``subscriptions/listen`` stays open as long as the client likes:
+    what the session keeps of it is not what its ``_meta`` declared."""
+
+    def listen(experimental: Any) -> bytes:
+        meta = dict(_STATELESS_META)
+        meta["io.modelcontextprotocol/clientCapabilities"] = {"experimental": experimental}
+        params = {"_meta": meta, "notifications": {}}
+        return raw_request(1, "subscriptions/listen", params)
+
+    def retained(message: bytes) -> tuple[ServerSession, int]:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            server = ServerSession(capabilities={"resources": {"subscribe": True}})
+            events: list[Any] = server.receive(message)
+            only(events, RequestReceived)
+            del events
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        return server, held
+
+    large = listen({"x": {"a": _HOARD}})
+    _, baseline = retained(listen({}))
+    server, held = retained(large)
+    assert held - baseline < 4 * len(large), (held - baseline) / len(large)
+    assert server.unanswered == {1}

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
-import mcpspec
+from mcpspec import v2025_11_25
 from mcpspec.runtime import (
     ClientSession,
     LocalProtocolError,
@@ -57,7 +57,7 @@ def _ping_then_stateless() -> ServerSession:
 def test_a_ping_read_before_the_stateless_model_is_answered_in_its_own_terms() -> None:
     server = _ping_then_stateless()
     # The request's own revision: its result type is the answer.
-    received_in = mcpspec.v2025_11_25
+    received_in = v2025_11_25
     data = server.send(ResultResponse(id=1, result=received_in.EmptyResult()))
     assert msgspec.json.decode(data) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert 1 not in server.unanswered
@@ -78,11 +78,11 @@ def test_a_ping_read_before_the_stateless_model_takes_an_answer_typed_as_now() -
 
 def test_a_ping_read_before_the_stateless_model_refuses_a_wrong_answer_typed() -> None:
     server = _ping_then_stateless()
-    wrong = mcpspec.v2025_11_25.ListToolsResult(tools=[])
+    wrong = v2025_11_25.ListToolsResult(tools=[])
     with pytest.raises(LocalProtocolError):
         server.send(ResultResponse(id=1, result=wrong))
     assert 1 in server.unanswered  # nothing recorded: a right answer may follow
-    data = server.send(ResultResponse(id=1, result=mcpspec.v2025_11_25.EmptyResult()))
+    data = server.send(ResultResponse(id=1, result=v2025_11_25.EmptyResult()))
     assert msgspec.json.decode(data)["result"] == {}
 
 
@@ -151,7 +151,7 @@ def test_a_broken_answer_ends_the_request_it_answers() -> None:
 # -- what a session keeps is a small multiple of what it received ------------------------------
 
 #: About 4 MiB of ``{},``: decoded, each is a dict of some 64 bytes, written in three.
-_HOARD = [{}] * (4 * 1024 * 1024 // 3 - 200)
+_HOARD: list[dict[str, Any]] = [{}] * (4 * 1024 * 1024 // 3 - 200)
 
 
 def _initialize(experimental: Any, client_info: Any) -> bytes:
@@ -221,7 +221,8 @@ def _sampling_params(session: Any) -> Any:
 
 
 def server_limit() -> int:
-    return ServerSession().limits.max_message_bytes
+    limit: int = ServerSession().limits.max_message_bytes
+    return limit
 
 
 def test_a_client_keeps_a_small_multiple_of_a_large_initialize_result() -> None:

@@ -195,8 +195,7 @@ def _references(name: str) -> dict[str, set[str]]:
             if not isinstance(scope, (ast.Module, ast.FunctionDef)):
                 continue
             label = "<module>" if isinstance(scope, ast.Module) else scope.name
-            body = scope.body
-            stack = list(body)
+            stack: list[ast.AST] = list(scope.body)
             while stack:
                 node = stack.pop()
                 if isinstance(node, ast.FunctionDef) and scope is tree:

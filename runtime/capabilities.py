@@ -17,6 +17,7 @@ import msgspec
 from msgspec import UNSET
 
 __all__ = [
+    "CAPABILITY_PATHS",
     "CLIENT_PROVIDED",
     "MODE_DEPENDENT",
     "SERVER_PROVIDED",
@@ -70,6 +71,18 @@ _TASK_AUGMENTED: Final[Mapping[str, Path]] = {
     "sampling/createMessage": ("tasks", "requests", "sampling", "createMessage"),
     "elicitation/create": ("tasks", "requests", "elicitation", "create"),
 }
+
+
+#: Every capability path a request can need (what the checks ask of a capability set).
+CAPABILITY_PATHS: Final[frozenset[Path]] = frozenset(
+    {
+        *SERVER_PROVIDED.values(),
+        *CLIENT_PROVIDED.values(),
+        *_TASK_AUGMENTED.values(),
+        ("elicitation", "form"),
+        ("elicitation", "url"),
+    }
+)
 
 
 def as_json(value: Any) -> dict[str, Any]:

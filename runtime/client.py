@@ -14,7 +14,7 @@ that open a connection and retry a request that needed input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -34,6 +34,7 @@ from .events import (
     ResponseReceived,
     SessionReady,
 )
+from .kept import Kept
 from .limits import Limits
 from .misuse import LocalProtocolError, NegotiationError, RevisionError, StateError
 from .negotiation import (
@@ -78,10 +79,9 @@ class ClientNegotiation:
         self._probe_retried = False
         #: The id of the ``server/discover`` that ``start`` sent, if it sent one.
         self.opening: RequestId | None = None
-        #: The capabilities of the last discover result, typed and as the JSON object
-        #: kept; its server identity, as JSON and typed.
-        self._discovered: tuple[Any, dict[str, Any]] | None = None
-        self._discovered_info: tuple[Any, Any] | None = None
+        #: The server identity of the last discover result (JSON): converted again only
+        #: when it changes (kept within a small multiple of its size).
+        self._discovered_info: Kept[Any] | None = None
 
     # -- the requests that negotiate ---------------------------------------------------------
 
@@ -114,36 +114,49 @@ class ClientNegotiation:
     # -- sending ------------------------------------------------------------------------
 
     def sending(self, message: Any, method: str) -> None:
+        """Before a message that negotiates is recorded (see :data:`_SENDING`)."""
+        check = _SENDING.get(method)
+        if check is not None:
+            check(self, message)
+
+    def _sending_initialize(self, message: Any) -> None:
+        """An initialize offers an accepted handshake revision, in its types (the rule
+        table judged it may come now)."""
+        version = message.params.protocol_version
+        if version not in self._terms.accepted or version not in HANDSHAKE_REVISIONS:
+            raise NegotiationError(
+                Rule.UNSUPPORTED_VERSION,
+                f"protocolVersion {version!r} is not an accepted handshake revision",
+            )
+        if version != self._terms.codec.revision:
+            raise RevisionError(
+                Rule.WRONG_REVISION,
+                f"an initialize offering {version} is a value of that revision's types",
+            )
+
+    def _sending_discover(self, message: Any) -> None:
         life = self._life
-        if method == "initialize":
-            version = message.params.protocol_version
-            if version not in self._terms.accepted or version not in HANDSHAKE_REVISIONS:
-                raise NegotiationError(
-                    Rule.UNSUPPORTED_VERSION,
-                    f"protocolVersion {version!r} is not an accepted handshake revision",
-                )
-            if version != self._terms.codec.revision:
-                raise RevisionError(
-                    Rule.WRONG_REVISION,
-                    f"an initialize offering {version} is a value of that revision's types",
-                )
-            if not life.can(Trigger.SEND_INITIALIZE):
-                raise StateError(Rule.ALREADY_INITIALIZED, "initialize comes once")
-        elif method == "server/discover":
-            if life.phase is Phase.IDLE and not life.can(Trigger.SEND_PROBE):
-                raise StateError(Rule.NOT_INITIALIZED, "cannot probe now")
-        elif method == "notifications/initialized":
-            if not life.can(Trigger.SEND_INITIALIZED):
-                raise StateError(Rule.ALREADY_INITIALIZED, "notifications/initialized comes once")
-            life.fire(Trigger.SEND_INITIALIZED)
+        if life.phase is Phase.IDLE and not life.can(Trigger.SEND_PROBE):
+            raise StateError(Rule.NOT_INITIALIZED, "cannot probe now")
+
+    def _sending_initialized(self, message: Any) -> None:
+        """The rule table judged the move legal: it is made."""
+        self._life.fire(Trigger.SEND_INITIALIZED)
 
     def sent(self, message: Any, method: str) -> None:
-        if method == "initialize":
-            self._life.fire(Trigger.SEND_INITIALIZE)
-            self._offered = message.params.protocol_version
-            self._terms.info_json = as_json(message.params.client_info)
-            self._session._declare(as_json(message.params.capabilities))
-        elif method == "server/discover" and self._life.phase is Phase.IDLE:
+        """After a request that negotiates was recorded (see :data:`_SENT`)."""
+        record = _SENT.get(method)
+        if record is not None:
+            record(self, message)
+
+    def _sent_initialize(self, message: Any) -> None:
+        self._life.fire(Trigger.SEND_INITIALIZE)
+        self._offered = message.params.protocol_version
+        self._terms.info_json = as_json(message.params.client_info)
+        self._session._declare(as_json(message.params.capabilities))
+
+    def _sent_discover(self, message: Any) -> None:
+        if self._life.phase is Phase.IDLE:
             self._life.fire(Trigger.SEND_PROBE)
             self._offered = self._terms.codec.revision
 
@@ -225,7 +238,7 @@ class ClientNegotiation:
                 error=violation.error,
                 rule=Rule.INVALID_RESULT,
             )
-        terms.peer_caps = as_json(result.capabilities)
+        terms.peer_caps = result.capabilities
         terms.peer_info = result.server_info
         self._life.fire(Trigger.RECEIVE_INITIALIZE_RESULT)
         terms.agree()
@@ -276,20 +289,18 @@ class ClientNegotiation:
         # A server sends the same capabilities and identity in every discover result:
         # they are converted again only when they differ from the last ones.
         caps = result.capabilities
-        known = self._discovered
-        if known is None or known[1] is not terms.peer_caps or known[0] != caps:
-            terms.peer_caps = as_json(caps)
-            self._discovered = (caps, terms.peer_caps)
+        if terms.peer_capabilities != caps:
+            terms.peer_caps = caps
         meta = result.meta if result.meta is not UNSET else {}
         info = meta.get(META_SERVER_INFO)
         if info is not None:
             seen = self._discovered_info
-            if seen is None or seen[1] is not terms.peer_info or seen[0] != info:
+            if seen is None or seen.get() != info:
                 try:
                     terms.peer_info = msgspec.convert(info, terms.module.Implementation)
-                    self._discovered_info = (info, terms.peer_info)
+                    self._discovered_info = Kept(info)
                 except msgspec.ValidationError:
-                    terms.peer_info = None
+                    terms.peer_info = self._discovered_info = None
         if not terms.ready_emitted:
             terms.ready_emitted = True
             terms.agree()
@@ -456,6 +467,19 @@ class ClientNegotiation:
         if opening is not None and not self._terms.ready_emitted and opening in self._outgoing:
             return opening
         return None
+
+
+#: What a client checks of a message that negotiates before it is recorded, by method.
+_SENDING: Final[dict[str, Callable[[ClientNegotiation, Any], None]]] = {
+    "initialize": ClientNegotiation._sending_initialize,
+    "server/discover": ClientNegotiation._sending_discover,
+    "notifications/initialized": ClientNegotiation._sending_initialized,
+}
+#: What a client does once a request that negotiates is recorded, by method.
+_SENT: Final[dict[str, Callable[[ClientNegotiation, Any], None]]] = {
+    "initialize": ClientNegotiation._sent_initialize,
+    "server/discover": ClientNegotiation._sent_discover,
+}
 
 
 class ClientSession(Session):

@@ -98,19 +98,15 @@ class Session:
         self._negotiation = negotiation(self)
         self._receiver.attach(self._negotiation)
         self._sender.attach(self._negotiation)
-        # The paths themselves, without a call in between (see receive and send).
-        self.receive = self._receiver.receive  # type: ignore[method-assign]
-        self.send = self._sender.send  # type: ignore[method-assign]
-        self.send_batch = self._sender.send_batch  # type: ignore[method-assign]
-        self.cancel = self._sender.cancel  # type: ignore[method-assign]
-        self.internal_error = self._sender.internal_error  # type: ignore[method-assign]
+        self.receive = self._receiver.receive
 
     # -- the two paths ----------------------------------------------------------------------
 
-    def receive(self, data: bytes) -> list[Event]:
-        """The events of one framed wire message; never raises (see
-        :meth:`Receiver.receive <mcpspec.runtime.inbound.Receiver.receive>`)."""
-        return self._receiver.receive(data)
+    #: ``receive(data)``: the events of one framed wire message; never raises. It is
+    #: the receiving part's own method (:meth:`Receiver.receive
+    #: <mcpspec.runtime.inbound.Receiver.receive>`), bound here once, so that a message
+    #: takes no call in between on the hottest path.
+    receive: Callable[[bytes], list[Event]]
 
     def receive_unread(self, head: bytes, reason: str) -> list[Event] | None:
         """For a transport that skipped a message too large to read: when ``head`` (its
@@ -144,7 +140,12 @@ class Session:
     # -- what changes the tables --------------------------------------------------------------
 
     def _use_revision(self, revision: str) -> None:
-        """Switch to ``revision`` (while negotiation picks one)."""
+        """Switch to ``revision`` (while negotiation picks one). The peer's requests
+        read before keep the revision they were read in: they are answered in it."""
+        before = self._terms.codec.revision
+        for record in self._pending.incoming.values():
+            if record.revision is None and revision != before:
+                record.revision = before
         self._terms.use(revision)
         self._receiver.rebuild()
 

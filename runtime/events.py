@@ -137,6 +137,12 @@ class ProtocolViolation(Event, kw_only=True, frozen=True):
     ``response`` is the error response to send (``session.send(event.response)``), else
     ``None``: notifications and responses are never answered, and neither is a request
     that reuses an outstanding id (the answer would read as the first request's).
+
+    ``ends_request`` tells what ``request_id`` names: true, a request of this side, which
+    the peer answered with a response that breaks the rule (the request is over: no
+    other answer will come); false, a message of the peer. The two directions' ids are
+    separate namespaces, so a peer's request may carry the id of a request of this side:
+    its violation never ends that request.
     """
 
     rule: Rule
@@ -148,6 +154,8 @@ class ProtocolViolation(Event, kw_only=True, frozen=True):
     path: str = "$"
     #: What is wrong there.
     reason: str = ""
+    #: Whether this ends the request of this side ``request_id`` (see above).
+    ends_request: bool = False
 
 
 class SessionReady(Event, kw_only=True, frozen=True):

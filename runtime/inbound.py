@@ -5,16 +5,16 @@ it can, and everything it can once per revision and capability set (:meth:`Recei
 rebuild`, which the session calls when either changes):
 
 1. While the lifecycle gates what may arrive (before the session is ready, or after it
-   closed), a message takes :meth:`Receiver._receive_gated`, which checks the gate.
+   closed), a message takes :meth:`Receiver._receive_gated`, whose rules include the
+   gate of the phase.
 2. One ``codec.decode``; with exactly one request outstanding, for all but small
    messages, ``codec.decode_response``, which types the result of a response to it in
    the same pass.
-3. The handler of the message's class from the dispatch table: a request, a
-   notification, a result or an error. A request whose capability this
-   side did not declare maps straight to its refusal; a request that may pass does only
-   dict lookups, its progress token, and the two objects it produces: the pending-table
-   record and the event. A method with rules in the rule table (:mod:`.checks`) has its
-   handler behind them; the messages that negotiate go to the negotiation part.
+3. The handler of the message's class from the dispatch table: a request or a
+   notification is judged by the rules the rule table (:mod:`.checks`) holds for it,
+   in the table's order, then taken in (the pending-table record and the event); a
+   result or an error settles the request of this side it answers. The messages that
+   negotiate are taken in by the negotiation part, after the same rules.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from .capabilities import MODE_DEPENDENT, Path, as_json
-from .checks import IGNORED, MessageRule, SenderView, first_problem, token_problem
+from .capabilities import MODE_DEPENDENT
+from .checks import DECLARED, IGNORED, PHASE, MessageRule, SenderView, token_problem
 from .codec import DECODE_FAILURES, envelope_decoder
 from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
 from .errors import ErrorCode, InvalidMessage, clip, show
@@ -42,10 +42,15 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
-from .negotiation import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .negotiation import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    NEVER_BATCHED,
+    TYPED_BY_ITS_ANSWER,
+)
 from .parts import OnParts
 from .pending import Batch, IncomingRequest, OutgoingRequest
-from .progress import IGNORE, TERMINAL_TASK_STATUSES, ProgressTracker
+from .progress import TERMINAL_TASK_STATUSES, ProgressTracker
 from .rules import Problem, Rule
 from .shallow import response_id
 from .state import Phase
@@ -55,19 +60,10 @@ if TYPE_CHECKING:
     from .negotiating import Negotiation
     from .parts import Parts
 
-__all__ = ["Handler", "Receiver", "RequestHandler", "what_it_is"]
+__all__ = ["SETTLED_BY_ANSWER", "Handler", "Receiver", "settle", "what_it_is"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
-
-#: Requests whose result reports a task's status.
-_TASK_STATUS: Final = frozenset({"tasks/get", "tasks/cancel"})
-
-
-class RequestHandler(Protocol):
-    """Handles one request, given its checked ``_meta`` in the stateless model."""
-
-    def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
 
 
 def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
@@ -85,6 +81,39 @@ def what_it_is(data: bytes) -> tuple[bool, RequestId | None, str | None]:
     return True, envelope.id if is_id(envelope.id) else None, method
 
 
+def _subscription_over(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """An answered ``subscriptions/listen``: its subscription is over."""
+    subscriptions.closed(record.id)
+
+
+def _task_status(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """An answer that reports a task's status: a terminal one finishes the task."""
+    if getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
+        progress.task_finished(result.task_id)
+
+
+def _task_result(
+    progress: ProgressTracker, subscriptions: Subscriptions, record: Any, result: Any
+) -> None:
+    """The result of a task this side asked for (``tasks/result``): the task is over."""
+    task_id = getattr(getattr(getattr(record, "request", None), "params", None), "task_id", None)
+    if isinstance(task_id, str):
+        progress.task_finished(task_id)
+
+
+#: What an answer to a request of a method settles beyond its progress token, by method.
+SETTLED_BY_ANSWER: Final[dict[str, Callable[[ProgressTracker, Subscriptions, Any, Any], None]]] = {
+    LISTEN: _subscription_over,
+    "tasks/get": _task_status,
+    "tasks/cancel": _task_status,
+    "tasks/result": _task_result,
+}
+
+
 def settle(
     progress: ProgressTracker,
     subscriptions: Subscriptions,
@@ -92,18 +121,17 @@ def settle(
     result: Any,
 ) -> None:
     """A request was answered, either way (``result`` is ``None`` for an error): its
-    progress token is done, or kept for its task; its subscription is closed; a task
-    it reported terminal is finished."""
+    progress token is done, or kept for its task; and what its method settles
+    (:data:`SETTLED_BY_ANSWER`): its subscription is closed, a task it reported terminal (or
+    whose result it brought) is finished."""
     token = record.progress_token
     if token is not None:
         tokens = progress.expected if record.__class__ is OutgoingRequest else progress.reporting
         task = getattr(result, "task", None) if record.task else None
         tokens.finish(token, task_id=getattr(task, "task_id", None))
-    method = record.method
-    if method == LISTEN:
-        subscriptions.closed(record.id)
-    elif method in _TASK_STATUS and getattr(result, "status", None) in TERMINAL_TASK_STATUSES:
-        progress.task_finished(result.task_id)
+    answered = SETTLED_BY_ANSWER.get(record.method)
+    if answered is not None:
+        answered(progress, subscriptions, record, result)
 
 
 #: From this size on, a message that arrives while one request is outstanding is
@@ -136,6 +164,13 @@ def _struct_params(cls: type) -> bool:
     )
 
 
+class Admit(Protocol):
+    """Takes in a request that passed its rules, given its ``_meta`` as read in the
+    stateless model."""
+
+    def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
+
+
 class Receiver(OnParts):
     """The receiving part of a session: ``receive``, and the dispatch table behind it.
 
@@ -149,7 +184,13 @@ class Receiver(OnParts):
         self._max_in_flight = parts.limits.max_requests_in_flight
         #: What the rules see of the sender of a received message: the peer.
         self._peer = SenderView(
-            parts.terms.peer_role, parts.pending, parts.subscriptions, receiving=True
+            parts.terms.peer_role,
+            parts.pending,
+            parts.subscriptions,
+            receiving=True,
+            life=parts.life,
+            progress=parts.progress,
+            terms=parts.terms,
         )
 
     def attach(self, negotiation: Negotiation) -> None:
@@ -160,83 +201,110 @@ class Receiver(OnParts):
     # -- the dispatch table ---------------------------------------------------------------------
 
     def rebuild(self) -> None:
-        """Build the dispatch table of the revision and capability set in use."""
+        """Build the dispatch table of the revision and capability set in use: for each
+        message class, the rules of the table it is judged by (:mod:`.checks`) and what
+        takes it in once it passed them."""
         terms = self._terms
         codec = self._codec = terms.codec
         self._decode = terms.decode
         peer_requests = terms.peer_requests
-        self._reads_meta = terms.model.reads_request_meta(terms.role)
+        self._reads_meta = reads_meta = terms.model.reads_request_meta(terms.role)
         #: Request classes that may be task-augmented (``params.task``).
         self._task_classes = frozenset(
             codec.requests[m] for m in codec.task_results if m in peer_requests
         )
-        #: Request classes whose capability depends on another params field.
-        self._mode_classes = frozenset(
-            codec.requests[m] for m in MODE_DEPENDENT if m in peer_requests
-        )
-        #: Request classes whose capability depends on their params.
-        self._param_classes = self._task_classes | self._mode_classes
+        mode_classes = frozenset(codec.requests[m] for m in MODE_DEPENDENT if m in peer_requests)
+        refused = {codec.requests[m] for m in peer_requests if terms.refused_capability(m)}
+        #: Request classes whose capability is judged per message: refused whatever
+        #: their params, or depending on them (the others' passes, judged here once).
+        self._capability_classes = self._task_classes | mode_classes | refused
+        #: Of those, the classes whose capability may depend on anything but ``task``.
+        judged_each = mode_classes | refused
+        every_request = terms.peer_request_rules
+        method_rules = terms.peer_rules
+        negotiating = self._negotiation.handlers(self)
+        taker: dict[str, Handler] = {
+            "notifications/cancelled": self._on_cancelled,
+            "notifications/progress": self._on_progress,
+            "notifications/tasks/status": self._on_task_status,
+            **negotiating,
+        }
         handlers: dict[type, Handler] = {
             ResultResponse: self._on_result,
             ErrorResponse: self._on_error,
         }
-        negotiating = self._negotiation.handlers(self)
-        special: dict[str, Handler] = {
-            "notifications/cancelled": self._on_cancelled,
-            "notifications/progress": self._on_progress,
-            "notifications/tasks/status": self._on_task_status,
+        #: While the lifecycle gates: the rules of each message class, the phase's gate
+        #: among them, and what takes the message in once it passed them.
+        gated: dict[type, tuple[tuple[MessageRule, ...], Handler]] = {
+            cls: ((), handler) for cls, handler in handlers.items()
         }
         for method in terms.peer_notifications:
-            handler = negotiating.get(method) or special.get(method, self._on_notification)
-            handlers[codec.notifications[method]] = handler
-        #: Request classes refused outright: the capability this side did not declare.
-        self._refused: dict[type, Path] = {}
+            cls = codec.notifications[method]
+            rules = method_rules.get(method, ())
+            take = taker.get(method, self._on_notification)
+            if take == self._on_progress:
+                handlers[cls] = self._progress_handler(rules)
+            else:
+                handlers[cls] = self._judged(take, rules, request=False) if rules else take
+            gated[cls] = ((PHASE, *rules), take)
         for method in peer_requests:
             cls = codec.requests[method]
-            handler = negotiating.get(method)
-            if handler is None:
-                accept = self._accept_handler(cls)
-                handler = self._with_meta(cls, accept) if self._reads_meta else accept
-            handlers[cls] = handler
-            path = terms.refused_capability(method)
-            if path is not None:
-                self._refused[cls] = path
-                if not self._reads_meta:  # else checked after the request's _meta
-                    handlers[cls] = self._refuse_capability
-        for method, rules in terms.peer_rules.items():
-            if method in peer_requests:
-                cls = codec.requests[method]
-                handlers[cls] = self._ruled(handlers[cls], rules, request=True)
-            elif method in terms.peer_notifications:
-                cls = codec.notifications[method]
-                handlers[cls] = self._ruled(handlers[cls], rules, request=False)
+            own = method_rules.get(method, ())
+            rules = (*every_request, *own)
+            take = taker.get(method, self.take_request)
+            plain = cls not in judged_each and _struct_params(cls)
+            if take != self.take_request:  # it negotiates
+                handlers[cls] = self._judged(take, rules, request=True)
+            elif reads_meta:
+                accept = self._plain_request_handler(cls, ()) if plain else self._admit
+                handlers[cls] = self._with_meta(rules, accept)
+            elif plain:
+                handlers[cls] = self._plain_request_handler(cls, rules)
+            else:
+                handlers[cls] = self._judged(take, rules, request=True)
+            # A request of a model that negotiates in its _meta passes any gate.
+            gate = () if reads_meta else (PHASE,)
+            gated[cls] = ((*every_request, *gate, *own), take)
         self._handlers = handlers
+        self._gated = gated
 
-    def _ruled(self, handler: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
-        """``handler`` behind the message rules of its method (:mod:`.checks`): a request
-        that breaks one is refused with the rule's error, a notification reported."""
+    def _judged(self, take: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
+        """``take`` behind ``rules``: a message that breaks one is not taken in."""
         peer = self._peer
+        broken = self._broken
 
-        def ruled(message: Any, *args: Any) -> list[Event]:
-            broken = first_problem(rules, message, peer)
-            if broken is None:
-                return handler(message, *args)
-            problem = broken[1]
-            if problem is IGNORED:
-                return []
-            if not request:
-                return [self._v.reported(problem, method=message.method)]
-            if message.id in self._incoming:
-                return [self._v.duplicate(message)]
-            return [self._v.refuse_problem(message, problem)]
+        checks = tuple(rule.check for rule in rules)
 
-        return ruled
+        def judged(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, request)
+            return take(message)
 
-    def _accept_handler(self, cls: type) -> RequestHandler:
-        """What takes in a request of ``cls`` that may arrive now."""
-        if cls in self._mode_classes or not _struct_params(cls):
-            return self.on_request
-        return self._plain_request_handler(cls)
+        return judged
+
+    def _broken(
+        self, message: Any, rule: MessageRule, problem: Problem, request: bool
+    ) -> list[Event]:
+        """The events of a message that broke ``rule``: a request is refused with the
+        rule's error (unless the rule is never answered), anything else reported; one
+        that crossed this side's cancellation is dropped."""
+        if problem is IGNORED:
+            return []
+        if not request:
+            return [self._v.reported(problem, method=message.method)]
+        if not rule.answered:
+            return [
+                self._v.violation(
+                    problem.rule,
+                    problem.reason,
+                    path=problem.path,
+                    request_id=message.id,
+                    method=message.method,
+                )
+            ]
+        return [self._v.refuse_problem(message, problem)]
 
     # -- receiving ---------------------------------------------------------------------------------
 
@@ -277,8 +345,8 @@ class Receiver(OnParts):
         """``codec.decode`` while one request is outstanding: its response, the likeliest
         message then, comes with its result typed in the same pass."""
         record = next(iter(self._outgoing.values()))
-        if record.method == "initialize":
-            return self._decode(data)  # typed by the revision its answer names
+        if record.method in TYPED_BY_ITS_ANSWER:
+            return self._decode(data)  # typed once the revision it names is known
         try:
             if record.task:
                 return self._codec.decode_response(data, record.method, task=True)
@@ -352,41 +420,29 @@ class Receiver(OnParts):
         return events
 
     def _deliver(self, message: Any, data: bytes, gated: bool) -> list[Event]:
-        """The events of a decoded message, the lifecycle gate checked first if
-        ``gated``."""
-        handler = self._handlers.get(message.__class__)
-        if handler is None:
+        """The events of a decoded message; while the lifecycle gates (``gated``), its
+        rules include the gate of the phase."""
+        if not gated:
+            handler = self._handlers.get(message.__class__)
+            if handler is None:
+                return self._unhandled(message, data, gated)
+            return handler(message)
+        found = self._gated.get(message.__class__)
+        if found is None:
             return self._unhandled(message, data, gated)
-        if gated:
-            problem = self._gate(message)
+        rules, take = found
+        peer = self._peer
+        for rule in rules:
+            problem = rule.check(message, peer)
             if problem is not None:
-                return [problem]
-        return handler(message)
+                return self._broken(message, rule, problem, hasattr(message, "id"))
+        return take(message)
 
     def _unhandled(self, message: Any, data: bytes, gated: bool) -> list[Event]:
         """A batch, or a message of the wrong direction."""
         if message.__class__ is list:
             return self._receive_batch(message, data, gated)
         return [self._v.wrong_direction(message)]
-
-    def _gate(self, message: Any) -> ProtocolViolation | None:
-        """The violation of a request or notification the current phase does not allow
-        (a duplicate request id is reported first)."""
-        method = getattr(message, "method", None)
-        if method is None:
-            return None  # responses: the pending table decides
-        gate = self._life.receive_gate
-        if hasattr(message, "id"):
-            allowed = gate.requests
-            if self._reads_meta or allowed is None or method in allowed:
-                return None
-            if message.id in self._incoming:
-                return self._v.duplicate(message)
-            return self._v.out_of_phase(method, message.id)
-        allowed = gate.notifications
-        if allowed is None or method in allowed:
-            return None
-        return self._v.out_of_phase(method, None)
 
     def _receive_batch(self, items: list[Any], data: bytes, gated: bool) -> list[Event]:
         """A 2025-03-26 batch: the events of every member; the answers go out together."""
@@ -417,55 +473,20 @@ class Receiver(OnParts):
         """The events of batch member ``index``: decoded, or what the codec refused."""
         if isinstance(item, InvalidMessage):
             return self._invalid(item, data, index)
-        if getattr(item, "method", None) == "initialize":
+        method = getattr(item, "method", None)
+        if method in NEVER_BATCHED:
             return [
                 self._v.violation(
                     Rule.INITIALIZE_IN_BATCH,
-                    "initialize is never part of a batch",
+                    f"{method} is never part of a batch",
                     request_id=item.id,
-                    method="initialize",
+                    method=method,
                     answer=True,
                 )
             ]
         return self._deliver(item, data, gated)
 
     # -- requests --------------------------------------------------------------------------------
-
-    def _refuse_capability(self, message: Any) -> list[Event]:
-        if message.id in self._incoming:
-            return [self._v.duplicate(message)]
-        return [self._v.capability(message, self._refused[message.__class__])]
-
-    def _with_meta(self, cls: type, accept: RequestHandler) -> Handler:
-        """The handler of requests of ``cls`` in a model whose requests carry the
-        negotiation in ``_meta``: it is checked first; ``accept`` takes them in once it
-        passed. What does not change per message is bound once, here."""
-        incoming = self._incoming
-        reader = self._terms.meta_reader
-        assert reader is not None
-        read = reader.read
-        terms = self._terms
-        negotiation = self._negotiation
-
-        def on_request_with_meta(message: Any) -> list[Event]:
-            if message.id in incoming:
-                return [self._v.duplicate(message)]
-            meta = message.params.meta
-            checked = read(meta)
-            if not isinstance(checked, RequestMeta):
-                return [self._meta_refused(message, meta, checked)]
-            ready = None if terms.ready_emitted else negotiation.ready_by_request(checked)
-            path = self._refused.get(cls)
-            events: list[Event] = (
-                [self._v.capability(message, path)]
-                if path is not None
-                else accept(message, checked)
-            )
-            if ready is not None:
-                events.insert(0, ready)
-            return events
-
-        return on_request_with_meta
 
     def _meta_refused(
         self, message: Any, meta: dict[str, Any], problem: Problem
@@ -481,59 +502,114 @@ class Receiver(OnParts):
             }
         return self._v.refuse(message, problem.rule, problem.reason, problem.path, data)
 
-    def _plain_request_handler(self, cls: type) -> RequestHandler:
-        """:meth:`on_request` for the usual request, of class ``cls``: its params a
-        Struct with ``_meta``, its capability settled by its class unless it is
-        task-augmented. What does not change per message (the method, whether the class
-        may be task-augmented, the session's tables) is bound once, here."""
+    def _with_meta(self, rules: tuple[MessageRule, ...], accept: Admit) -> Handler:
+        """The handler of a request in a model that negotiates in its ``_meta``: judged
+        by ``rules``, its ``_meta`` read (the first valid one may make the session
+        ready), then taken in by ``accept``. What does not change per message is bound
+        once, here."""
+        checks = tuple(rule.check for rule in rules)
+        peer = self._peer
+        broken = self._broken
+        terms = self._terms
+        reader = terms.meta_reader
+        assert reader is not None
+        read = reader.read
+        ready_by_request = self._negotiation.ready_by_request
+        meta_refused = self._meta_refused
+
+        def on_request_with_meta(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, True)
+            meta = message.params.meta
+            checked = read(meta)
+            if not isinstance(checked, RequestMeta):
+                return [meta_refused(message, meta, checked)]
+            ready = None if terms.ready_emitted else ready_by_request(checked)
+            events = accept(message, checked)
+            if ready is not None:
+                events.insert(0, ready)
+            return events
+
+        return on_request_with_meta
+
+    def _plain_request_handler(self, cls: type, rules: tuple[MessageRule, ...]) -> Admit:
+        """The handler of the usual request, of class ``cls``: its params a Struct with
+        ``_meta``, its capability declared unless it is task-augmented (judged once, in
+        :meth:`rebuild`). It is judged by ``rules`` and taken in as :meth:`_admit`
+        does, with what does not change per message (the method, the session's tables)
+        bound once, here. ``checked``: the request's ``_meta``, read already, in the
+        stateless model."""
         method: str = cls.method  # type: ignore[attr-defined]
-        may_task = cls in self._task_classes
+        checks = tuple(rule.check for rule in rules)
+        peer = self._peer
+        broken = self._broken
         incoming = self._incoming
         begin = self._reporting.begin
-        on_request = self.on_request
         take_in = self._take_in
         violations = self._v
         max_in_flight = self._max_in_flight
+        reporting = self._reporting
+        may_task = cls in self._task_classes
+        admit = self._admit
 
         def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
-            request_id = message.id
-            if request_id in incoming:
-                return [violations.duplicate(message)]
-            if len(incoming) >= max_in_flight:
-                return [violations.over_limit(message)]
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, True)
             params = message.params
             if may_task and params.task is not UNSET:
-                return on_request(message, checked)
+                return admit(message, checked)  # its capability depends on it
+            if len(incoming) >= max_in_flight:
+                return [violations.over_limit(message)]
             meta = params.meta
             token = meta.get("progressToken") if meta.__class__ is dict else None
-            if token is not None and (
-                (token.__class__ is not str and token.__class__ is not int)
-                or not begin(token, request_id)
-            ):
-                return [self._token_problem(message, token)]
-            return take_in(message, request_id, method, token, False, checked)
+            if token is not None:
+                problem = token_problem(token, reporting)
+                if problem is not None:
+                    return [violations.refuse_problem(message, problem)]
+                begin(token, message.id)
+            return take_in(message, message.id, method, token, False, checked)
 
         return on_plain_request
 
-    def on_request(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
-        """Take in a request of the peer that may arrive now: a duplicate id, the
-        capability of a task-augmented request or URL elicitation and the progress token
-        checked, the pending-table record and the event made. ``checked`` is the
-        request's ``_meta`` in the stateless model."""
-        request_id = message.id
-        if request_id in self._incoming:
-            return [self._v.duplicate(message)]
+    def take_request(self, message: Any) -> list[Event]:
+        """Take in a request of the peer that passed the rules of its method (see
+        :mod:`.checks`): in a model that negotiates in ``_meta``, that is read first
+        (the first valid one may make the session ready); then the capability it needs
+        (:data:`~.checks.DECLARED`), the limit of requests in flight and its progress
+        token (:func:`~.checks.token_problem`) are judged, and the pending-table record and
+        the event made."""
+        if not self._reads_meta:
+            return self._admit(message, None)
+        terms = self._terms
+        reader = terms.meta_reader
+        assert reader is not None
+        meta = message.params.meta
+        checked = reader.read(meta)
+        if not isinstance(checked, RequestMeta):
+            return [self._meta_refused(message, meta, checked)]
+        ready = None if terms.ready_emitted else self._negotiation.ready_by_request(checked)
+        events = self._admit(message, checked)
+        if ready is not None:
+            events.insert(0, ready)
+        return events
+
+    def _admit(self, message: Any, checked: RequestMeta | None = None) -> list[Event]:
+        """:meth:`take_request` once ``_meta`` is read (``checked``, in the stateless
+        model)."""
+        peer = self._peer
+        cls = message.__class__
+        if cls in self._capability_classes:
+            problem = DECLARED.check(message, peer)
+            if problem is not None:
+                return [self._v.refuse_problem(message, problem)]
         if len(self._incoming) >= self._max_in_flight:
             return [self._v.over_limit(message)]
         params = message.params
-        cls = message.__class__
-        task = False
-        if cls in self._param_classes:
-            task = cls in self._task_classes and params.task is not UNSET
-            if task or cls in self._mode_classes:
-                missing = self._terms.own_gate.missing(message)
-                if missing is not None:
-                    return [self._v.capability(message, missing)]
+        task = cls in self._task_classes and params.task is not UNSET
         # params_meta(params), inline: a Struct's meta, else the open params' _meta.
         meta = getattr(params, "meta", None)
         if meta.__class__ is dict:
@@ -544,12 +620,12 @@ class Receiver(OnParts):
                 return [token]
         else:
             token = None
-        if token is not None and (
-            (token.__class__ is not str and token.__class__ is not int)
-            or not self._reporting.begin(token, request_id)
-        ):
-            return [self._token_problem(message, token)]
-        return self._take_in(message, request_id, message.method, token, task, checked)
+        if token is not None:
+            problem = token_problem(token, self._reporting)
+            if problem is not None:
+                return [self._v.refuse_problem(message, problem)]
+            self._reporting.begin(token, message.id)
+        return self._take_in(message, message.id, message.method, token, task, checked)
 
     def _take_in(
         self,
@@ -573,7 +649,11 @@ class Receiver(OnParts):
                 task,
                 batch,
                 checked.log_rank,
-                message.params.meta.get(META_CLIENT_CAPABILITIES),  # a dict: checked
+                # What the request declared, kept only where a result may ask for input
+                # (so a long-lived request, a subscription, keeps nothing of it).
+                message.params.meta.get(META_CLIENT_CAPABILITIES)  # a dict: checked
+                if method in self._terms.input_methods
+                else None,
             )
             event = RequestReceived(
                 message,
@@ -585,17 +665,10 @@ class Receiver(OnParts):
                 checked.client_info,
                 checked.log_level,
             )
-            if method == LISTEN:
-                self._subscriptions.opened(request_id, as_json(message.params.notifications))
+            self._subscriptions.recorded(request_id, method, message.params)
         if batch is not None:
             batch.waiting.add(request_id)
         return [event]
-
-    def _token_problem(self, message: Any, token: Any) -> ProtocolViolation:
-        """The violation of a request whose progress token the tracker refused."""
-        problem = token_problem(token, self._reporting)
-        assert problem is not None  # the tracker refuses only what the check refuses
-        return self._v.refuse_problem(message, problem)
 
     def _loose_token(self, message: Any) -> Any:
         """The progress token in the open params (a plain object) of ``ping``,
@@ -635,11 +708,7 @@ class Receiver(OnParts):
                     events.append(Outgoing(data=flushed, message=list(batch.responses)))
             return events
         served = self._outgoing.get(request_id)
-        if (
-            served is not None
-            and served.method == LISTEN
-            and self._subscriptions.closed(request_id)
-        ):
+        if served is not None and self._subscriptions.closed(request_id):
             del self._outgoing[request_id]
             return [self._cancelled(message, True)]
         return [self._cancelled(message, False)]
@@ -654,45 +723,58 @@ class Receiver(OnParts):
             active=active,
         )
 
+    def _progress_handler(self, rules: tuple[MessageRule, ...]) -> Handler:
+        """The handler of ``notifications/progress``, the most frequent notification:
+        :meth:`_on_progress` behind ``rules``, with what it reads bound once, here."""
+        peer = self._peer
+        broken = self._broken
+        expected = self._expected
+        active = expected.active
+        lasts = expected.last
+
+        checks = tuple(rule.check for rule in rules)
+
+        def on_progress(message: Any) -> list[Event]:
+            for check in checks:
+                problem = check(message, peer)
+                if problem is not None:
+                    return broken(message, rules[checks.index(check)], problem, False)
+            params = message.params
+            token = params.progress_token
+            progress = lasts[token] = params.progress
+            total = params.total
+            text = getattr(params, "message", UNSET)  # not in 2024-11-05
+            return [
+                ProgressReceived(
+                    message,
+                    token,
+                    progress,
+                    None if total is UNSET else total,
+                    None if text is UNSET else text,
+                    active[token],
+                )
+            ]
+
+        return on_progress
+
     def _on_progress(self, message: Any) -> list[Event]:
+        """Progress the rule table let through (an active token, increasing): recorded,
+        and its event."""
         params = message.params
         token = params.progress_token
         progress = params.progress
         expected = self._expected
-        # Tokens.step, inline for the usual case: an active token, increasing progress.
-        request_id = expected.active.get(token)
-        if request_id is not None:
-            lasts = expected.last
-            last = lasts.get(token)
-            if last is None or progress > last:
-                lasts[token] = progress
-                total = params.total
-                text = getattr(params, "message", UNSET)  # not in 2024-11-05
-                return [
-                    ProgressReceived(
-                        message,
-                        token,
-                        progress,
-                        None if total is UNSET else total,
-                        None if text is UNSET else text,
-                        request_id,
-                    )
-                ]
-        verdict = expected.step(token, progress)
-        if verdict is IGNORE:
-            return []  # crossed this side's cancellation of the request
-        assert isinstance(verdict, Rule)
-        if verdict is Rule.PROGRESS_NOT_INCREASING:
-            reason, path = f"progress {show(progress)} does not increase", "$.params.progress"
-        elif verdict is Rule.PROGRESS_AFTER_COMPLETION:
-            reason = f"progress for token {show(token)} after its request completed"
-            path = "$.params.progressToken"
-        else:
-            reason = f"no active request has progress token {show(token)}"
-            path = "$.params.progressToken"
+        expected.last[token] = progress
+        total = params.total
+        text = getattr(params, "message", UNSET)  # not in 2024-11-05
         return [
-            self._v.violation(
-                verdict, reason, path=path, request_id=request_id, method=message.method
+            ProgressReceived(
+                message,
+                token,
+                progress,
+                None if total is UNSET else total,
+                None if text is UNSET else text,
+                expected.active[token],
             )
         ]
 
@@ -708,7 +790,7 @@ class Receiver(OnParts):
         record = self._outgoing.pop(response.id, None)
         if record is None:
             return self._stray(response.id)
-        if record.method == "initialize":
+        if record.method in TYPED_BY_ITS_ANSWER:
             return self._negotiation.initialize_answered(record, response)
         result = response.result
         if result.__class__ is Raw:  # else typed already (``_awaited``)
@@ -740,10 +822,6 @@ class Receiver(OnParts):
     def _settle(self, record: OutgoingRequest, result: Any) -> None:
         """A request of this side was answered (``result`` ``None`` for an error)."""
         settle(self._progress, self._subscriptions, record, result)
-        if record.method == "tasks/result":
-            task_id = getattr(getattr(record.request, "params", None), "task_id", None)
-            if isinstance(task_id, str):
-                self._progress.task_finished(task_id)
 
     def _stray(self, request_id: RequestId) -> list[Event]:
         """A response to no outstanding request: ignored after a cancellation, else a

@@ -33,7 +33,10 @@ __all__ = [
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
+    "NEGOTIATING",
+    "NEVER_BATCHED",
     "STATELESS_REVISIONS",
+    "TYPED_BY_ITS_ANSWER",
     "ClientMode",
     "accepted_revisions",
     "client_plan",
@@ -63,6 +66,13 @@ HANDSHAKE_REVISIONS: Final = tuple(
 STATELESS_REVISIONS: Final = tuple(
     r for r in REVISIONS if protocol_model(r) is ProtocolModel.STATELESS
 )
+
+#: Requests that negotiate: the negotiation part sees them sent and answered.
+NEGOTIATING: Final = frozenset({"initialize", "server/discover"})
+#: Requests never part of a JSON-RPC batch.
+NEVER_BATCHED: Final = frozenset({"initialize"})
+#: Requests whose result is typed by the revision it names, not the one in use.
+TYPED_BY_ITS_ANSWER: Final = frozenset({"initialize"})
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"

@@ -2,28 +2,27 @@
 
 :class:`Sender` is the sending part of a session. ``send`` checks a message against
 every rule the session keeps before it records anything: the revision and direction of
-the method, the lifecycle gate, the pending table, the peer's capabilities, progress
-tokens, the rule table (:mod:`.checks`), what the protocol model adds (:mod:`.models`)
-and, for the messages that negotiate, the negotiation part. A message that breaks a
-rule raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves
-no trace.
+the method, then the rule table (:mod:`.checks`) in its order, the same rules the
+receiving part judges the peer's messages by (the phase's gate, the rules of every
+request, the rules of the method, the capability the peer declared, the progress
+token), what the protocol model adds (:mod:`.models`) and, for the messages that
+negotiate, the negotiation part. A message that breaks a rule raises a
+:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves no trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
 
-from .capabilities import as_json, has_capability, required_capability
-from .checks import SenderView, first_problem, misuse, token_problem
+from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode
-from .inbound import settle
+from .inbound import SETTLED_BY_ANSWER, settle
 from .misuse import (
-    CapabilityError,
     ProgressError,
     RequestIdError,
     RevisionError,
@@ -31,12 +30,12 @@ from .misuse import (
     StateError,
 )
 from .models import misuse_of_result
+from .negotiation import NEGOTIATING, NEVER_BATCHED
 from .parts import OnParts
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
-from .progress import IGNORE, TERMINAL_TASK_STATUSES
-from .rules import RULES, Rule
+from .progress import TERMINAL_TASK_STATUSES
+from .rules import Rule
 from .state import Phase
-from .stateless import LISTEN
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -47,11 +46,7 @@ __all__ = ["Sendable", "Sender", "params_meta", "revision_of"]
 Sendable: TypeAlias = "msgspec.Struct | ResultResponse | ErrorResponse"
 
 #: Methods whose results update more than the pending table.
-_RESULT_HOOKED: Final = frozenset(
-    {"initialize", "server/discover", LISTEN, "tasks/get", "tasks/cancel", "tasks/result"}
-)
-#: Requests that negotiate, and so may pick the revision before negotiation.
-_NEGOTIATING: Final = frozenset({"initialize", "server/discover"})
+_RESULT_HOOKED: Final = NEGOTIATING | frozenset(SETTLED_BY_ANSWER)
 
 
 def params_meta(params: Any) -> Any:
@@ -101,8 +96,21 @@ class Sender(OnParts):
         super().__init__(parts)
         #: What the rules see of the sender of a sent message: this side.
         self._own = SenderView(
-            parts.terms.role, parts.pending, parts.subscriptions, receiving=False
+            parts.terms.role,
+            parts.pending,
+            parts.subscriptions,
+            receiving=False,
+            life=parts.life,
+            progress=parts.progress,
+            terms=parts.terms,
         )
+        #: What a notification of this side changes once it passed its rules, by method.
+        self._recorded: dict[str, Callable[[Any], None]] = {
+            "notifications/cancelled": self._send_cancel,
+            "notifications/progress": self._record_progress,
+            "notifications/tasks/status": self._record_task_status,
+            "notifications/initialized": self._record_initialized,
+        }
 
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` (a generated request or notification of the revision
@@ -136,15 +144,29 @@ class Sender(OnParts):
         terms = self._terms
         if cls.__module__ != terms.module.__name__:
             self._other_revision(cls, method)
-        rules = terms.own_rules.get(method)
-        if rules is not None:
-            broken = first_problem(rules, message, self._own)
-            if broken is not None:
-                raise misuse(broken[1], broken[0].error)
-        if hasattr(message, "id"):
-            return self._send_request(message, method, progress_token)
-        if progress_token is not None:
+        request = hasattr(message, "id")
+        if not request and progress_token is not None:
             raise TypeError("progress_token is for requests")
+        own = terms.own_requests if request else terms.own_notifications
+        if method not in own:
+            kind = "request" if request else "notification"
+            raise RevisionError(
+                Rule.METHOD_NOT_FOUND,
+                f"{method!r} is not a {terms.role.value} {kind} in revision {terms.codec.revision}",
+            )
+        # The rule table, in its order (see checks): the phase's gate, the rules of
+        # every request, the rules of the method.
+        rules = terms.own_rules.get(method, ())
+        rules = (PHASE, *terms.own_request_rules, *rules) if request else (PHASE, *rules)
+        sender = self._own
+        for rule in rules:
+            problem = rule.check(message, sender)
+            if problem is not None:
+                if problem is IGNORED:
+                    return b""  # it crossed the peer's cancellation: nothing to send
+                raise misuse(problem, rule.error)
+        if request:
+            return self._send_request(message, method, progress_token)
         return self._send_notification(message, method)
 
     def _other_revision(self, cls: type, method: str) -> None:
@@ -153,7 +175,7 @@ class Sender(OnParts):
         revision = revision_of(cls)
         terms = self._terms
         if (
-            method in _NEGOTIATING
+            method in NEGOTIATING
             and self._life.phase in (Phase.IDLE, Phase.PROBING)
             and revision in terms.accepted
             and terms.sends_in(revision, method)
@@ -184,8 +206,9 @@ class Sender(OnParts):
             for message in messages:
                 if isinstance(message, (ResultResponse, ErrorResponse)):
                     raise TypeError("send_batch() takes requests and notifications")
-                if getattr(type(message), "method", None) == "initialize":
-                    raise StateError(Rule.INITIALIZE_IN_BATCH, "initialize is never batched")
+                method = getattr(type(message), "method", None)
+                if method in NEVER_BATCHED:
+                    raise StateError(Rule.INITIALIZE_IN_BATCH, f"{method} is never batched")
                 part = self.send(message)
                 request_id = getattr(message, "id", None)
                 if request_id is not None:
@@ -218,41 +241,20 @@ class Sender(OnParts):
 
     # -- requests ---------------------------------------------------------------------------
 
-    def _check_method(
-        self, method: str, kind: str, own: Mapping[str, Any], allowed: frozenset[str] | None
-    ) -> None:
-        """A ``kind`` (request or notification) of ``method`` is one this side sends in the
-        revision in use (``own``), and one the lifecycle lets through now (``allowed``)."""
-        terms = self._terms
-        if method not in own:
-            raise RevisionError(
-                Rule.METHOD_NOT_FOUND,
-                f"{method!r} is not a {terms.role.value} {kind} in revision {terms.codec.revision}",
-            )
-        if allowed is not None and method not in allowed:
-            raise StateError(
-                Rule.NOT_INITIALIZED, f"cannot send {method!r} in phase {self._life.phase.value}"
-            )
-
     def _send_request(self, message: Any, method: str, token_arg: int | str | None) -> bytes:
+        """A request that passed the rules of every request and of its method: the
+        capability the peer declared and the progress token judged (the rule table's
+        :data:`~.checks.DECLARED` and :func:`~.checks.token_problem`), it is stamped
+        and recorded."""
         terms = self._terms
-        self._check_method(method, "request", terms.own_requests, self._life.send_gate.requests)
         request_id = message.id
-        if request_id in self._outgoing:
-            raise RequestIdError(
-                Rule.DUPLICATE_REQUEST_ID, f"request id {request_id!r} is already outstanding"
-            )
-        negotiating = method in _NEGOTIATING
+        negotiating = method in NEGOTIATING
         if negotiating:
             self._negotiation.sending(message, method)
-        peer_caps = terms.peer_caps
-        if peer_caps is not None:
-            path = required_capability(message, terms.peer_table, terms.peer_defined)
-            if path is not None and not has_capability(peer_caps, path):
-                raise CapabilityError(
-                    Rule.CAPABILITY_NOT_DECLARED,
-                    f"the peer did not declare the {'.'.join(path)} capability {method} needs",
-                )
+        own = self._own
+        problem = DECLARED.check(message, own)
+        if problem is not None:
+            raise misuse(problem, DECLARED.error)
         message, caps_json, log_level = terms.model.stamp_request(
             terms.role, message, terms.codec.revision, terms.own_caps, terms.info_json
         )
@@ -290,8 +292,7 @@ class Sender(OnParts):
         )
         if token is not None:
             self._expected.begin(token, request_id)
-        if method == LISTEN:
-            self._subscriptions.opened(request_id, as_json(params.notifications))
+        self._subscriptions.recorded(request_id, method, params)
         if negotiating:
             self._negotiation.sent(message, method)
         return data
@@ -299,29 +300,24 @@ class Sender(OnParts):
     # -- notifications ------------------------------------------------------------------------
 
     def _send_notification(self, message: Any, method: str) -> bytes:
-        terms = self._terms
-        self._check_method(
-            method, "notification", terms.own_notifications, self._life.send_gate.notifications
-        )
-        if method == "notifications/cancelled":
-            self._send_cancel(message)
-        elif method == "notifications/progress":
-            params = message.params
-            verdict = self._reporting.step(params.progress_token, params.progress)
-            if verdict is IGNORE:
-                return b""  # the peer cancelled the request: nothing to report to
-            if isinstance(verdict, Rule):
-                raise ProgressError(
-                    verdict,
-                    f"progress {params.progress!r} for token {params.progress_token!r}: "
-                    f"{RULES[verdict].summary}",
-                )
-        elif method == "notifications/tasks/status":
-            if message.params.status in TERMINAL_TASK_STATUSES:
-                self._progress.task_finished(message.params.task_id)
-        elif method == "notifications/initialized":
-            self._negotiation.sending(message, method)
-        return terms.codec.encode(message)
+        """A notification that passed the rules of its method: what it changes, and its
+        bytes."""
+        record = self._recorded.get(method)
+        if record is not None:
+            record(message)
+        return self._terms.codec.encode(message)
+
+    def _record_progress(self, message: Any) -> None:
+        """Progress the rule table let through: its value is the last one now."""
+        params = message.params
+        self._reporting.last[params.progress_token] = params.progress
+
+    def _record_task_status(self, message: Any) -> None:
+        if message.params.status in TERMINAL_TASK_STATUSES:
+            self._progress.task_finished(message.params.task_id)
+
+    def _record_initialized(self, message: Any) -> None:
+        self._negotiation.sending(message, "notifications/initialized")
 
     def _send_cancel(self, message: Any) -> None:
         """This side cancels a request it sent (its late response will be ignored), or,
@@ -341,10 +337,8 @@ class Sender(OnParts):
                     pending.cancelled_log_rank = record.log_level
             self._subscriptions.closed(request_id)
             return
-        served = self._incoming.get(request_id)
-        if served is not None and served.method == LISTEN:
-            del self._incoming[request_id]
-            self._subscriptions.closed(request_id)
+        if request_id in self._incoming and self._subscriptions.closed(request_id):
+            del self._incoming[request_id]  # a subscription this side serves
             return
         raise RequestIdError(
             Rule.UNKNOWN_RESPONSE_ID,
@@ -377,25 +371,32 @@ class Sender(OnParts):
             )
         terms = self._terms
         result = response.result
-        if not isinstance(result, terms.result_classes_of(record.method, record.task)):
+        codec, model = terms.codec, terms.model
+        if record.revision is None:
+            classes = terms.result_classes_of(record.method, record.task)
+        else:  # read before negotiation picked the revision in use: answered in its own
+            codec, model, classes, result = terms.answer_terms(
+                record.revision, record.method, record.task, result
+            )
+            response = ResultResponse(id=response.id, result=result)
+        if not isinstance(result, classes):
             raise RevisionError(
                 Rule.INVALID_RESULT,
                 f"{type(result).__name__} is not a result of {record.method} in revision "
-                f"{terms.codec.revision}",
+                f"{codec.revision}",
             )
-        if record.method in _NEGOTIATING:
+        if record.method in NEGOTIATING:
             self._negotiation.answering(record, result)
-        model = terms.model
         problem = model.result_problem(result, record.capabilities, terms.client_defined)
         if problem is not None:
             raise misuse_of_result(problem)
         stamped = model.stamp_result(terms.role, result, terms.info_json)
         if stamped is not result:
             response = ResultResponse(id=response.id, result=stamped)
-        data = terms.codec.encode(response)
+        data = codec.encode(response)
         del self._incoming[response.id]
         settle(self._progress, self._subscriptions, record, result)
-        return self._pending.answered(record, response, data, terms.codec.encode)
+        return self._pending.answered(record, response, data, codec.encode)
 
     def _send_error(self, response: ErrorResponse) -> bytes:
         encode = self._terms.codec.encode
@@ -418,7 +419,7 @@ class Sender(OnParts):
         record = self._incoming_record(request_id)
         if record is None:
             return b""
-        if record.method == "initialize":
+        if record.method in NEGOTIATING:
             self._negotiation.refusing(record)
         data = encode(response)
         del self._incoming[request_id]

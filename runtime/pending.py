@@ -114,6 +114,9 @@ class IncomingRequest(msgspec.Struct, gc=False):
     capabilities: dict[str, Any] | None = None
     #: True when the request broke a rule: only an error response may answer it.
     rejected: bool = False
+    #: The revision the request was received in, when the session has switched to
+    #: another since (negotiation picked one): it is answered in its own terms.
+    revision: str | None = None
 
 
 class PendingTable:

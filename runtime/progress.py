@@ -18,7 +18,6 @@ from typing import Final
 
 from .envelope import RequestId
 from .pending import Memory
-from .rules import Rule
 
 __all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Tokens"]
 
@@ -68,35 +67,16 @@ class Tokens:
         #: The task id of each token kept for a task, by token.
         self.task_of: dict[ProgressToken, str] = {}
 
-    def begin(self, token: ProgressToken, request_id: RequestId) -> bool:
-        """Register the token of a request; False if an active request has it, or if
-        :attr:`capacity` tokens are active."""
-        active = self.active
-        if token in active or len(active) >= self.capacity:
-            return False
-        active[token] = request_id
+    def begin(self, token: ProgressToken, request_id: RequestId) -> None:
+        """Register the token of a request (the rule table judged it free first:
+        ``checks.token_problem``)."""
+        self.active[token] = request_id
         # A token used again is no longer done or cancelled (both stay empty until a
         # request with a token is over, so the usual first use skips the lookups).
         if self._done:
             self._done.pop(token, None)
         if self._cancelled:
             self._cancelled.pop(token, None)
-        return True
-
-    def step(self, token: ProgressToken, progress: float) -> Rule | str | None:
-        """Check and record one progress value: ``None`` when it is fine, :data:`IGNORE`
-        for a cancelled request, else the rule it breaks."""
-        if token not in self.active:
-            if token in self._cancelled:
-                return IGNORE
-            if token in self._done:
-                return Rule.PROGRESS_AFTER_COMPLETION
-            return Rule.PROGRESS_UNKNOWN_TOKEN
-        last = self.last.get(token)
-        if last is not None and not progress > last:
-            return Rule.PROGRESS_NOT_INCREASING
-        self.last[token] = progress
-        return None
 
     def finish(
         self, token: ProgressToken, *, task_id: str | None = None, cancelled: bool = False

@@ -13,7 +13,7 @@ client's, told by the server's role data, the protocol model and the rule table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 __all__ = ["ServerNegotiation", "ServerSession"]
 
 
+#: Requests whose answer moves a server's lifecycle on (and names the version).
+_MOVED_BY_ANSWER: Final = frozenset({"initialize"})
+
+
 class ServerNegotiation:
     """How a server negotiates (see :class:`~mcpspec.runtime.negotiating.Negotiation`)."""
 
@@ -59,21 +63,17 @@ class ServerNegotiation:
         self.answer_version: str | None = None
         #: The id of the initialize being negotiated (a second one is refused alone).
         self._initialize_id: RequestId | None = None
-        self._client_capabilities_typed: Any = None
 
     # -- receiving ----------------------------------------------------------------------
 
     def handlers(self, receiver: Receiver) -> dict[str, Handler]:
-        on_request = receiver.on_request
-        violations = self._session._violations
-        incoming = self._session._pending.incoming
+        """What takes in ``initialize`` and ``notifications/initialized`` once they
+        passed the rule table (which judges that each comes once, in order: the
+        lifecycle's moves)."""
+        take_request = receiver.take_request
 
         def on_initialize(message: Any) -> list[Event]:
-            if message.id in incoming:
-                return [violations.duplicate(message)]
-            if self._life.phase is not Phase.IDLE:
-                return [violations.out_of_phase("initialize", message.id)]
-            events = on_request(message)
+            events = take_request(message)
             if isinstance(events[0], RequestReceived):
                 self._initialize_id = message.id
                 self._initialize_received(message.params)
@@ -87,14 +87,11 @@ class ServerNegotiation:
     def _initialize_received(self, params: Any) -> None:
         terms = self._terms
         self.answer_version = negotiate_handshake(params.protocol_version, self._handshake_accepted)
-        terms.peer_caps = as_json(params.capabilities)
-        self._client_capabilities_typed = params.capabilities
+        terms.peer_caps = params.capabilities
         terms.peer_info = params.client_info
         self._life.fire(Trigger.RECEIVE_INITIALIZE)
 
     def _on_initialized(self, message: Any) -> list[Event]:
-        if self._life.phase is not Phase.INITIALIZED:
-            return [self._session._violations.out_of_phase(message.method, None)]
         self._life.fire(Trigger.RECEIVE_INITIALIZED)
         terms = self._terms
         terms.agree()
@@ -104,7 +101,7 @@ class ServerNegotiation:
                 revision=terms.codec.revision,
                 model="handshake",
                 peer_info=terms.peer_info,
-                peer_capabilities=self._client_capabilities_typed,
+                peer_capabilities=terms.peer_capabilities,
             ),
         ]
 
@@ -170,20 +167,18 @@ class ServerNegotiation:
         """A server sends nothing that negotiates."""
 
     def answering(self, record: IncomingRequest, result: Any) -> None:
-        """The initialize result names the version negotiated; the initialize and
-        discover results declare this server's capabilities."""
-        if record.method == "initialize":
-            version = result.protocol_version
-            if version != self.answer_version:
-                raise NegotiationError(
-                    Rule.UNSUPPORTED_VERSION,
-                    f"the initialize answer is {self.answer_version!r} (the requested version "
-                    f"when accepted, else the newest accepted); got {version!r}",
-                )
-            self._session._declare(as_json(result.capabilities))
+        """The initialize and discover results declare this server's capabilities; the
+        initialize result names the version negotiated, and moves the lifecycle on."""
+        moves = record.method in _MOVED_BY_ANSWER
+        if moves and result.protocol_version != self.answer_version:
+            raise NegotiationError(
+                Rule.UNSUPPORTED_VERSION,
+                f"the initialize answer is {self.answer_version!r} (the requested version "
+                f"when accepted, else the newest accepted); got {result.protocol_version!r}",
+            )
+        self._session._declare(as_json(result.capabilities))
+        if moves:
             self._life.fire(Trigger.SEND_INITIALIZE_RESULT)
-        else:
-            self._session._declare(as_json(result.capabilities))
 
     def refusing(self, record: IncomingRequest) -> None:
         """The initialize being negotiated refused: the client may try again. (A

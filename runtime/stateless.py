@@ -24,6 +24,7 @@ from msgspec import UNSET
 from .capabilities import CLIENT_PROVIDED, as_json, has_capability, required_capability
 from .envelope import RequestId
 from .errors import show
+from .kept import KEPT_DECODED_BYTES
 from .negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -85,6 +86,13 @@ def _at(key: str) -> str:
     return f'$.params._meta["{key}"]'
 
 
+def _small(json: Any) -> bool:
+    """Whether ``json`` is small enough to remember for the session's lifetime: what a
+    session keeps stays within a small multiple of what it received (see :mod:`.kept`).
+    Asked only when the entries of a request differ from the last ones."""
+    return len(msgspec.json.encode(json)) <= KEPT_DECODED_BYTES
+
+
 class _Converted:
     """``msgspec.convert`` into one type, remembering the last input and its value (a
     client sends the same ``_meta`` entries on every request): ``value`` is the typed
@@ -98,10 +106,12 @@ class _Converted:
         self.value: Any = None
 
     def convert(self, json: Any) -> Any:
-        """The typed value of ``json``; ``msgspec.ValidationError`` if it is not one."""
-        self.value = msgspec.convert(json, self._type)
-        self.json = json
-        return self.value
+        """The typed value of ``json``; ``msgspec.ValidationError`` if it is not one.
+        Only a small one is remembered (see :func:`_small`)."""
+        value = msgspec.convert(json, self._type)
+        if _small(json):
+            self.value, self.json = value, json
+        return value
 
 
 class MetaReader:
@@ -141,7 +151,7 @@ class MetaReader:
         ):
             return last
         checked = self._check(version, caps_json, info_json, level)
-        if checked.__class__ is RequestMeta:
+        if checked.__class__ is RequestMeta and _small(caps_json) and _small(info_json):
             self._last, self._last_caps, self._last_info = checked, caps_json, info_json
         return checked
 
@@ -231,6 +241,12 @@ class Subscriptions:
     def opened(self, request_id: RequestId, requested: dict[str, Any]) -> None:
         """A listen request was sent or received with filter ``requested`` (JSON)."""
         self.open[request_id] = _Subscription(requested)
+
+    def recorded(self, request_id: RequestId, method: str, params: Any) -> None:
+        """A request was recorded, sent or received: a listen request opens its
+        subscription, with the filter it asks for."""
+        if method == LISTEN:
+            self.opened(request_id, as_json(params.notifications))
 
     def closed(self, request_id: RequestId) -> bool:
         """The subscription ended (result or cancellation); whether it was open."""

@@ -9,25 +9,31 @@ receive and send tables after either. Everything else here is read.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
 from types import ModuleType
 from typing import Any, NamedTuple, get_args, get_origin
 
+import msgspec
+
 from mcpspec import module_name
 
 from .capabilities import (
+    CAPABILITY_PATHS,
     CLIENT_PROVIDED,
     SERVER_PROVIDED,
     CapabilityGate,
     Path,
     as_json,
     defined_capabilities,
+    has_capability,
 )
-from .checks import rule_table
+from .checks import request_rules, rule_table
 from .codec import MAX_BATCH_MEMBERS, Codec
 from .contract import RESULT_INPUT_REQUIRED
+from .kept import Kept
 from .limits import Limits
 from .models import MODELS, Model
 from .negotiation import STATELESS_REVISIONS
@@ -117,9 +123,12 @@ class Terms:
             as_json(info) if info is not None else dict(_default_info())
         )
         self.own_caps: dict[str, Any] = as_json(capabilities)
-        #: The peer's capabilities (JSON) and identity, once known.
-        self.peer_caps: dict[str, Any] | None = None
-        self.peer_info: Any = None
+        # The peer's capabilities (JSON) and identity, once known: kept within a small
+        # multiple of their wire size (see peer_caps and peer_info).
+        self._peer_caps: Kept[Any] | None = None
+        #: Whether the peer declared each capability path asked about so far.
+        self._peer_answers: dict[Path, bool] = {}
+        self._peer_info: Kept[Any] | None = None
         #: The revision and model agreed, once negotiation is over.
         self.negotiated: str | None = None
         self.agreed_model: Model | None = None
@@ -167,6 +176,9 @@ class Terms:
         #: The message rules of this side's messages and of the peer's, by method.
         self.own_rules = rule_table(self.role, self.model.kind)
         self.peer_rules = rule_table(self.peer_role, self.model.kind)
+        #: The rules of every request of this side and of the peer, in order.
+        self.own_request_rules = request_rules(self.role, self.model.kind)
+        self.peer_request_rules = request_rules(self.peer_role, self.model.kind)
         self.declare(self.own_caps)
 
     def declare(self, capabilities: dict[str, Any]) -> None:
@@ -178,6 +190,70 @@ class Terms:
         """Negotiation is over: the revision in use is the one agreed, in its model."""
         self.agreed_model = self.model
         self.negotiated = self.codec.revision
+
+    @property
+    def peer_caps(self) -> dict[str, Any] | None:
+        """The peer's capabilities (JSON object), once known."""
+        kept = self._peer_caps
+        return None if kept is None else as_json(kept.get())
+
+    @peer_caps.setter
+    def peer_caps(self, capabilities: Any) -> None:
+        """The peer declared ``capabilities`` (its ``ClientCapabilities`` or
+        ``ServerCapabilities``), or ``None``: not known."""
+        self._peer_answers = {}
+        if capabilities is None:
+            self._peer_caps = None
+            return
+        kept = self._peer_caps = Kept(capabilities)
+        if kept.size:  # kept as JSON: what the checks ask of them is answered now
+            declared = as_json(capabilities)
+            for path in CAPABILITY_PATHS:
+                self._peer_answers[path] = has_capability(declared, path)
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """The peer's capabilities as it declared them (typed), once known."""
+        kept = self._peer_caps
+        return None if kept is None else kept.get()
+
+    def peer_lacks(self, path: Path) -> bool:
+        """Whether the peer declared its capabilities without ``path`` (one of
+        :data:`~.capabilities.CAPABILITY_PATHS` when they are large)."""
+        kept = self._peer_caps
+        if kept is None:
+            return False
+        answer = self._peer_answers.get(path)
+        if answer is None:
+            answer = self._peer_answers[path] = has_capability(as_json(kept.get()), path)
+        return not answer
+
+    @property
+    def peer_info(self) -> Any:
+        """The peer's identity (an ``Implementation``), once known."""
+        kept = self._peer_info
+        return None if kept is None else kept.get()
+
+    @peer_info.setter
+    def peer_info(self, info: Any) -> None:
+        self._peer_info = None if info is None else Kept(info)
+
+    def answer_terms(
+        self, revision: str, method: str, task: bool, result: Any
+    ) -> tuple[Codec, Model, tuple[type, ...], Any]:
+        """What answers a request of ``method`` read in ``revision``, not the revision
+        in use (it came before negotiation picked this one): that revision's codec,
+        model and result classes, and ``result`` in its types (a result built with the
+        types in use now is read again in them, when it can be)."""
+        facts = _revision(revision)
+        codec = facts.codec
+        result_type = codec.result_type(method, task=task)
+        classes = result_classes(result_type)
+        if not isinstance(result, classes) and type(result).__module__ == self.module.__name__:
+            # Not a result of the method there: left as it is, to be refused.
+            with contextlib.suppress(msgspec.ValidationError):
+                result = msgspec.convert(msgspec.to_builtins(result), result_type)
+        return codec, facts.model, classes, result
 
     def sends_in(self, revision: str, method: str) -> bool:
         """Whether this side sends requests of ``method`` in ``revision``."""

@@ -12,14 +12,13 @@ from typing import Any, Final
 
 from msgspec import UNSET
 
-from .capabilities import Path
 from .envelope import ErrorObject, ErrorResponse, RequestId
 from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
 from .limits import Limits
 from .pending import IncomingRequest, OutgoingRequest, PendingTable, UnrecordedErrorResponse
 from .rules import RULES, Problem, Rule
-from .state import Lifecycle, Phase
+from .state import Lifecycle
 from .terms import Terms
 
 __all__ = ["Violations", "error_object"]
@@ -60,10 +59,12 @@ class Violations:
         answer: bool = False,
         code: int | None = None,
         data: Any = None,
+        ends_request: bool = False,
     ) -> ProtocolViolation:
         """A violation event; with ``answer``, also the error response, which this side
-        now owes (``send(event.response)``). ``reason`` and ``path`` are cut to a few
-        hundred characters: they may hold what the peer sent."""
+        now owes (``send(event.response)``); with ``ends_request``, the answer to this
+        side's request ``request_id``, which is over. ``reason`` and ``path`` are cut to
+        a few hundred characters: they may hold what the peer sent."""
         reason = clip(reason)
         path = clip(path)
         summary = RULES[rule]
@@ -80,6 +81,7 @@ class Violations:
             method=method,
             path=path,
             reason=reason,
+            ends_request=ends_request,
         )
 
     def reported(self, problem: Problem, *, method: str | None = None) -> ProtocolViolation:
@@ -218,6 +220,7 @@ class Violations:
             answer=answer,
             code=exc.code,
             data=exc.data | {"rule": rule.value},
+            ends_request=answers is not None,
         )
 
     def wrong_direction(self, message: Any) -> ProtocolViolation:
@@ -235,51 +238,13 @@ class Violations:
             answer=request_id is not None,
         )
 
-    def out_of_phase(self, method: str, request_id: RequestId | None) -> ProtocolViolation:
-        """The violation of a message the lifecycle does not allow now."""
-        phase = self._life.phase
-        if method == "initialize" or (
-            method == "notifications/initialized" and phase is Phase.READY
-        ):
-            rule = Rule.ALREADY_INITIALIZED
-            reason = f"{method} comes once"
-        else:
-            rule = Rule.NOT_INITIALIZED
-            reason = f"{show(method)} is not allowed in phase {phase.value}"
-        return self.violation(
-            rule,
-            reason,
-            path="$.method",
-            request_id=request_id,
-            method=method,
-            answer=request_id is not None,
-        )
-
-    def duplicate(self, message: Any) -> ProtocolViolation:
-        """The violation of a request whose id is outstanding (never answered)."""
-        return self.violation(
-            Rule.DUPLICATE_REQUEST_ID,
-            f"request id {show(message.id)} is already outstanding",
-            path="$.id",
-            request_id=message.id,
-            method=message.method,
-        )
-
-    def capability(self, message: Any, path: Path) -> ProtocolViolation:
-        """The violation of a request that needs a capability this side did not declare."""
-        return self.refuse(
-            message,
-            Rule.CAPABILITY_NOT_DECLARED,
-            f"{message.method} needs the {'.'.join(path)} capability, which this side did "
-            "not declare",
-            "$.method",
-        )
-
     def of_result(
         self, record: OutgoingRequest, rule: Rule, reason: str, path: str
     ) -> ProtocolViolation:
-        """The violation of a result for ``record`` (never answered)."""
-        return self.violation(rule, reason, path=path, request_id=record.id, method=record.method)
+        """The violation of a result for ``record``, which it ends (never answered)."""
+        return self.violation(
+            rule, reason, path=path, request_id=record.id, method=record.method, ends_request=True
+        )
 
     def invalid_result(self, record: OutgoingRequest, exc: InvalidMessage) -> ProtocolViolation:
         """The violation of a result for ``record`` that is not of its type."""

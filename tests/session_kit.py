@@ -12,6 +12,7 @@ from mcpspec.runtime import (
     Event,
     Limits,
     Outgoing,
+    RequestReceived,
     ResultResponse,
     ServerSession,
     SessionReady,
@@ -66,6 +67,7 @@ def connect(
     client = ClientSession(mode=revision, capabilities=client_caps, limits=client_limits)
     events = server.receive(client.start())
     request = events[-1]
+    assert isinstance(request, RequestReceived)
     if revision in STATELESS:
         reply = server.send(ResultResponse(id=request.request_id, result=server.discover_result()))
         only(client.receive(reply), SessionReady)

@@ -32,8 +32,9 @@ While a side is in a phase, *what may flow* is the second table, ``GATES``:
 ``None`` for any. This is where the handshake rules live: before the ``initialize``
 response the client sends only ``ping`` (and cancellations), the server accepts only
 ``initialize`` and ``ping``; until ``notifications/initialized`` the server sends only
-``ping`` and ``notifications/message``. Responses are not gated by phase: the pending
-table decides whether a response is legal, whatever the phase.
+``ping``, ``notifications/message`` and the progress of requests it has received.
+Responses are not gated by phase: the pending table decides whether a response is legal,
+whatever the phase.
 
 Everything after READY (ids, cancellation, progress, capabilities, the per-request
 rules of 2026-07-28) is tracked elsewhere, per request, not per session. The lifecycle
@@ -124,6 +125,7 @@ _ANY: Final = Gate(None, None)
 _NOTHING: Final = Gate(frozenset(), frozenset())
 _CANCEL = "notifications/cancelled"
 _LOG = "notifications/message"
+_PROGRESS = "notifications/progress"
 
 #: ``(role, phase, "send" | "receive") -> Gate``.
 GATES: Final[dict[tuple[Role, Phase, str], Gate]] = {
@@ -146,7 +148,9 @@ GATES: Final[dict[tuple[Role, Phase, str], Gate]] = {
     # server sends
     (S, P.IDLE, "send"): Gate(frozenset({"ping"}), frozenset({_LOG, _CANCEL})),
     (S, P.INITIALIZING, "send"): Gate(frozenset({"ping"}), frozenset({_LOG, _CANCEL})),
-    (S, P.INITIALIZED, "send"): Gate(frozenset({"ping"}), frozenset({_LOG, _CANCEL})),
+    # A client may send requests before notifications/initialized; their handlers may
+    # report progress (the rule restrains the server's requests, not its notifications).
+    (S, P.INITIALIZED, "send"): Gate(frozenset({"ping"}), frozenset({_LOG, _CANCEL, _PROGRESS})),
     (S, P.READY, "send"): _ANY,
     # server receives
     (S, P.IDLE, "receive"): Gate(frozenset({"initialize", "ping"}), frozenset({_CANCEL})),

@@ -550,7 +550,7 @@ class Client:
         except BaseException as exc:
             await self._exit()
             if isinstance(exc, TimeoutError) and self._open_timeout is not None:
-                raise OpenTimeout(self._open_timeout) from exc
+                raise OpenTimeout(self._open_timeout, str(exc)) from exc
             raise
         return self
 

@@ -149,8 +149,8 @@ class OpenTimeout(TimeoutError):
     """Opening a connection (connecting, then negotiating) did not finish within the
     client's ``open_timeout``."""
 
-    def __init__(self, timeout: float) -> None:
-        super().__init__(f"the connection did not open in {timeout} s")
+    def __init__(self, timeout: float, what: str = "") -> None:
+        super().__init__(f"the connection did not open in {timeout} s" + (what and f": {what}"))
         self.timeout = timeout
 
 

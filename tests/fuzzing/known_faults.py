@@ -29,12 +29,6 @@ class KnownFault:
 
 KNOWN_FAULTS: tuple[KnownFault, ...] = (
     KnownFault(
-        "ping then a 2026-07-28 request kills a stdio server",
-        "Two lines kill a stdio server: a ping before any negotiation followed in the same "
-        "write by a 2026-07-28 request",
-        lambda target, f: target == "stdio" and f.kind == "serve raised",
-    ),
-    KnownFault(
         "a request still running when stdin closes is never answered",
         "A request whose handler is waiting on the client (ctx.elicit) is never answered "
         "when stdin closes, though the README promises -32603 after linger",
@@ -66,13 +60,6 @@ KNOWN_FAULTS: tuple[KnownFault, ...] = (
         "A client that disconnects while its response is written (ASGI servers raise "
         "OSError from send) is logged at ERROR as 'the HTTP app failed' with a traceback",
         lambda target, f: target == "asgi" and f.where.startswith("OSError"),
-    ),
-    KnownFault(
-        "a handler's progress or log before notifications/initialized raises StateError",
-        "Found by this fuzzing, not in the issue: a client that sends a request after "
-        "initialize but before notifications/initialized makes ctx.report_progress / "
-        "ctx.log raise StateError; the handler fails (-32603, ERROR with a traceback)",
-        lambda target, f: f.where.startswith("StateError") and "_check_method" in f.where,
     ),
     KnownFault(
         "an oversized line at max_requests_in_flight in 2026-07-28 goes unanswered",

@@ -352,10 +352,10 @@ async def test_a_response_is_never_diverted_to_the_standalone_stream() -> None:
         tg.cancel_scope.cancel()
 
 
-async def test_a_request_answered_at_once_opens_no_stream_and_one_that_waits_does() -> None:
+async def test_a_request_answered_at_once_leaves_no_stream_and_one_that_waits_does() -> None:
     # The POST's channel (and the session's record of it, which ending the session
-    # answers from) is made only once the handler waits: a handler that answers at
-    # once leaves nothing in the session, one that waits is known to it until it ends.
+    # answers from) lasts as long as its handler runs: a handler that answers at once
+    # leaves nothing in the session, one that waits is known to it until it ends.
     server, _ = build_server()
     started, release = with_quiet_hold(server)
     app = server.http_app()
@@ -374,11 +374,11 @@ async def test_a_request_answered_at_once_opens_no_stream_and_one_that_waits_doe
         quick = await start(tg, app, "POST", headers, call("echo", 8, text="q")).done()
         assert quick.status == 200 and quick.content_type == JSON_TYPE
         assert quick.json()["result"]["content"][0]["text"] == "q"
-        assert made == [] and session.live == {}
+        assert len(made) == 1 and session.live == {}
         post = start(tg, app, "POST", headers, call("quiet", 9))
         with anyio.fail_after(GUARD):
             await started.wait()
-        assert len(made) == 1 and list(session.live.values()) == made
+        assert len(made) == 2 and list(session.live.values()) == made[1:]
         release.set()
         await post.done()
         assert post.json()["result"]["content"][0]["text"] == "released"

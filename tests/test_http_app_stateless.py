@@ -16,7 +16,6 @@ import pytest
 
 from mcpspec.runtime import mirror
 from mcpspec.runtime.connection import Server
-from mcpspec.runtime.connection.handling import eager
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, legacy, stateless
 from tests.test_http_app import (
     META,
@@ -218,10 +217,9 @@ async def test_a_silent_handler_is_cancelled_when_its_client_goes() -> None:
     assert len(replies) == 1  # the request ended with its handler
 
 
-async def test_a_handler_that_answers_at_once_starts_no_task() -> None:
-    """The watch for the client going away is started only if the handler waits: a
-    request answered at once costs no task."""
-    assert eager()  # handlers run eagerly here (tests/test_connection_handling.py)
+async def test_a_handler_runs_in_the_posts_own_task() -> None:
+    """The handler of a POST's request runs in the POST's task: the only task a request
+    answered at once makes is the watch for its client going away."""
     server, _ = build_server()
     app = server.http_app(json_response=True)
     body = encode(stateless_call("echo", {"text": "hi"}))
@@ -243,7 +241,7 @@ async def test_a_handler_that_answers_at_once_starts_no_task() -> None:
     finally:
         loop.set_task_factory(default)
     assert reply.status == 200 and "hi" in reply.body.decode()
-    assert made == []
+    assert len(made) == 1
 
 
 # -- subscriptions/listen ------------------------------------------------------------------------

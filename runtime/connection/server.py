@@ -36,7 +36,7 @@ import msgspec
 from msgspec import UNSET
 
 import mcpspec
-from mcpspec.runtime.errors import show
+from mcpspec.runtime.errors import ErrorCode, show
 from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
 from mcpspec.runtime.server import ServerSession
@@ -65,6 +65,10 @@ T = TypeVar("T", bound=Callable[..., Awaitable[Any]])
 
 #: Methods the server answers itself.
 _OWN: Final = frozenset({"initialize", "server/discover", "ping"})
+#: Methods served with the connection's change feed.
+_NEEDS_FEED: Final = frozenset(
+    {"resources/subscribe", "resources/unsubscribe", "subscriptions/listen"}
+)
 #: The capability (as a JSON object path and value) each handled method declares.
 _DECLARES: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
     "tools/list": ("tools", {}),
@@ -321,7 +325,14 @@ class Server:
         )
         connection.peer = peer
         connection.feed = feed = ChangeFeed(peer, buffer=feed_buffer)
-        feed.on_overflow = on_overflow
+        if on_overflow is not None:
+
+            def overflow() -> None:
+                # The client does not read: a change being written to it never ends.
+                peer.cancel_write()
+                on_overflow()
+
+            feed.on_overflow = overflow
         self._connections.add(connection)
         try:
             async with peer:
@@ -452,6 +463,17 @@ class _Connection:
         if method == "logging/setLevel" and server.logging:
             self.log_threshold = LEVELS.get(event.request.params.level)
             return session.types.EmptyResult()
+        if method in _NEEDS_FEED and (server.subscribe or server.list_changed) and feed is None:
+            # A connection that lasts one request (HTTP without sessions) has nowhere
+            # to deliver changes to.
+            raise RequestError.of(
+                ErrorCode.METHOD_NOT_FOUND,
+                data={
+                    "method": method,
+                    "reason": "change notifications need a connection that stays open "
+                    "(this server runs without sessions)",
+                },
+            )
         if method in ("resources/subscribe", "resources/unsubscribe") and server.subscribe:
             assert feed is not None
             uri = event.request.params.uri

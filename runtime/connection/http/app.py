@@ -177,6 +177,14 @@ class HttpApp:
             return
         if kind != "http":
             return
+        try:
+            await self._http(scope, receive, send)
+        except (ClientGone, OSError) as exc:
+            _client_went(exc)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one HTTP request. ``ClientGone`` or ``OSError`` (from ``send``) come
+        out: the client went away."""
         path = route_path(scope)
         if path.rstrip("/") != self._endpoint or not path:
             if self._legacy is None:
@@ -185,8 +193,8 @@ class HttpApp:
             try:
                 if not await self._legacy.handle(path, scope, receive, send):
                     await respond(send, 404)
-            except ClientGone:
-                return
+            except (ClientGone, OSError):
+                raise
             except Exception:
                 # The token verifier failed, or a bug: as on the endpoint itself.
                 logger.exception("the HTTP app failed on %s %s", scope["method"], path)
@@ -217,8 +225,8 @@ class HttpApp:
                 await self.handshake.delete(headers, send)
             else:
                 await respond(send, 405, headers={"allow": self.allowed()})
-        except ClientGone:
-            return
+        except (ClientGone, OSError):
+            raise
         except Exception:
             # A bug: 500 while nothing was sent; after that, the response is cut short.
             logger.exception("the HTTP app failed on %s %s", method, path)
@@ -286,6 +294,13 @@ class HttpApp:
             await self.stateless.post(headers, body, peek, receive, send)
             return
         await self.handshake.post(headers, body, peek, send)
+
+
+def _client_went(exc: Exception) -> None:
+    """The client went away: before its body was read (:class:`ClientGone`), or while
+    its response was written (the ASGI server's ``send`` raises ``OSError`` then, as
+    the ASGI specification allows). Routine: a client may hang up at any time."""
+    logger.debug("the client went away: %r", exc)
 
 
 #: How many passing header pairs an app remembers (of each kind).

@@ -213,9 +213,10 @@ class HandshakeEndpoint:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
             if inline:
-                # A handler that waits may be cancelled, or outlived by the session:
-                # its POST's stream is open (and known to the session) from then on.
-                events, answer = await peer.feed_request(body, on_wait=post.open)
+                # The handler may wait, be cancelled, or be outlived by the session: its
+                # POST's stream is open (and known to the session) while it runs.
+                post.open()
+                events, answer = await peer.feed_request(body)
             else:
                 channel = post.open()
                 events = await peer.feed(body)

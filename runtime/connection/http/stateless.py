@@ -16,7 +16,6 @@ more than ``max_queued_messages`` pile up is dropped: its stream ends.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,9 +27,8 @@ from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
 from ..changes import DROP_GRACE, ChangeFeed
-from ..handling import Handling, eager
+from ..handling import Handling
 from ..peer import Peer
-from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
 from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post
 from .sse import KEEPALIVE
@@ -72,42 +70,9 @@ class _StatelessConnection:
         return self.session.idle and not self.peer.handling
 
 
-class _Watch:
-    """Watches for the client going away (then cancels ``handling``) from a task of its
-    own, started only if the handler waits: most answer without ever yielding, and a
-    task would cost more than they. Where handlers do not run eagerly (see
-    :func:`~..handling.eager`), the task starts on the event loop's next turn: never,
-    when the request is over before it."""
-
-    __slots__ = ("_handle", "_handling", "_loop", "_receive", "_task")
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, receive: Receive, handling: Handling
-    ) -> None:
-        self._loop = loop
-        self._receive = receive
-        self._handling = handling
-        self._task: asyncio.Task[None] | None = None
-        self._handle: asyncio.Handle | None = None
-        if eager():
-            handling.on_wait = self._start
-        else:
-            self._handle = loop.call_soon(self._start)
-
-    def _start(self) -> None:
-        self._task = self._loop.create_task(_cancel_on_disconnect(self._receive, self._handling))
-
-    def stop(self) -> None:
-        # The handling refers to this watch: let go, so that neither waits for the
-        # garbage collector.
-        self._handling.on_wait = None
-        if self._handle is not None:
-            self._handle.cancel()
-        if self._task is not None:
-            self._task.cancel()
-
-
 async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
+    """Cancel the request when its client goes away (2026-07-28: closing the stream is
+    cancelling)."""
     await client_gone(receive)
     handling.cancel()
 
@@ -185,19 +150,17 @@ class StatelessEndpoint:
         listening: anyio.CancelScope | None = None
         token = ROUTE.set((pooled.stream, post))
         try:
-            loop = running_asyncio_loop()
             if not is_request:
                 events = await peer.feed(body, inline=True)
-            elif loop is not None and not listen:
-                # The client closing the connection cancels the request.
-                handling = Handling(loop)
-                # A client that stopped reading: cancelled.
+            elif not listen:
+                # The handler runs in this task; the client closing the connection, or
+                # no longer reading, cancels it.
+                handling = Handling()
                 post.on_gone = handling.cancel
-                watch = _Watch(loop, receive, handling)
-                try:
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(_cancel_on_disconnect, receive, handling)
                     events, answer = await peer.feed_request(body, handling)
-                finally:
-                    watch.stop()
+                    watching.cancel_scope.cancel()
                 if answer is not None:
                     await post.answer(*answer)
                     if post.done:

@@ -16,7 +16,7 @@ Servers. Each app runs in a subprocess of its own (``bench/peers/http_serve.py``
 uvicorn worker, loopback, a port the system picks, uvicorn's defaults otherwise (the
 report says which HTTP implementation and event loop that gave), access log off:
 
-* ``mcpspec``: ``server.http_app()`` of the connection layer's ``Server`` with the echo
+* ``mcpspec``: ``http_app(server)`` of the connection layer's ``Server`` with the echo
   tool of the stdio benchmark (``bench/peers/http_mcpspec.py``), default endpoint ``/mcp``;
 * ``SDK``: the official SDK's ``streamable_http_app(json_response=True)`` around the same
   tool on its low-level ``Server`` (``bench/peers/http_sdk.py``); ``SDK (SSE)``: the same

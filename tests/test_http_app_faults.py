@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from mcpspec.runtime.connection import Server
-from mcpspec.runtime.connection.http import HttpApp
+from mcpspec.runtime.connection.http import HttpApp, http_app
 
 from .connection_kit import HANG_GUARD, anyio_backend  # noqa: F401
 
@@ -114,7 +114,7 @@ async def test_a_client_gone_while_its_response_is_written_is_routine(
     request_kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="mcpspec")
-    app = echo_server().http_app(sessions=False)
+    app = http_app(echo_server(), sessions=False)
     if request_kind == "tools/call":
         body = rpc("tools/call", {"name": "echo", "arguments": {"text": "x"}})
         await call(app, "POST", "/mcp", HANDSHAKE, body, send_fails=True)
@@ -142,7 +142,7 @@ async def test_a_subscription_on_an_app_without_sessions_is_refused_plainly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="mcpspec")
-    app = echo_server(subscribe=True).http_app(sessions=False)
+    app = http_app(echo_server(subscribe=True), sessions=False)
     body = rpc("resources/subscribe", {"uri": "file:///a"}, 4)
     reply = await call(app, "POST", "/mcp", HANDSHAKE, body)
     answer = msgspec.json.decode(reply.body)

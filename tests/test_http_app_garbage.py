@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpspec.runtime.connection.http import HttpApp
+from mcpspec.runtime.connection.http import HttpApp, http_app
 from tests.test_http_app import (
     ACCEPT,
     anyio_backend,  # noqa: F401 - a fixture
@@ -104,7 +104,7 @@ async def test_requests_leave_nothing_for_the_garbage_collector(
     era: str, json_response: bool, call: str, collector_off: None
 ) -> None:
     server, _ = build_server()
-    app = server.http_app(json_response=json_response)
+    app = http_app(server, json_response=json_response)
     async with app.running():
         stateless = era == "stateless"
         headers = modern("tools/call") if stateless else await _open_session(app)

@@ -26,7 +26,7 @@ from mcpspec.runtime import mirror
 from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
-from ..changes import DROP_GRACE, ChangeFeed
+from ..changes import DROP_GRACE
 from ..handling import Handling
 from ..peer import Peer
 from .asgi import Receive, Send, client_gone, respond
@@ -47,27 +47,24 @@ class _StatelessConnection:
     """A connection of the server for 2026-07-28 POSTs: one at a time, each on its own
     channel."""
 
-    __slots__ = ("connection", "peer", "session", "stream")
+    __slots__ = ("connection", "peer", "stream")
 
-    def __init__(self, app: HttpApp, *, pooled: bool) -> None:
-        from ..server import _Connection
-
-        server = app.server
-        self.session = server.session(app.stateless_revisions)
+    def __init__(self, app: HttpApp, *, pooled: bool, listen: bool = False) -> None:
         # Reused from POST to POST: only the POST's own tasks may send on it.
         self.stream = ChannelStream(None, guarded=pooled)
-        self.connection = _Connection(server, self.session)
-        self.peer: Peer[Any] = Peer(
-            self.session,
+        # A listen request takes change notifications, buffered: an announcer only
+        # queues, and the request's own task sends.
+        self.connection = app.server.connection(
             self.stream,
-            request_handler=self.connection.dispatch,
-            notification_handler=self.connection.on_notification,
+            revisions=app.stateless_revisions,
+            changes=listen,
+            change_buffer=app.settings.max_queued_messages if listen else None,
         )
-        self.connection.peer = self.peer
+        self.peer: Peer[Any] = self.connection.peer
 
     def clean(self) -> bool:
         """Whether the last request left nothing behind (so the next may reuse it)."""
-        return self.session.idle and not self.peer.handling
+        return self.connection.session.idle and not self.peer.handling
 
 
 async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
@@ -135,17 +132,12 @@ class StatelessEndpoint:
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
-            pooled = _StatelessConnection(self.app, pooled=False)
+            pooled = _StatelessConnection(self.app, pooled=False, listen=True)
         else:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
         pooled.stream.post = post
         peer = pooled.peer
-        feed: ChangeFeed | None = None
-        if listen:
-            # Buffered: an announcer only queues, and this request's task sends.
-            feed = ChangeFeed(peer, buffer=self.app.settings.max_queued_messages)
-            pooled.connection.feed = feed
-            server._connections.add(pooled.connection)
+        feed = pooled.connection.feed
         events: list[Any] = []
         listening: anyio.CancelScope | None = None
         token = ROUTE.set((pooled.stream, post))
@@ -166,24 +158,26 @@ class StatelessEndpoint:
                     if post.done:
                         return
             else:
+                assert feed is not None
                 channel = post.open()
-                async with anyio.create_task_group() as task_group:
-                    channel.on_gone = task_group.cancel_scope.cancel
-                    task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
-                    if feed is not None:
+                with server.announcing(pooled.connection):
+                    async with anyio.create_task_group() as task_group:
+                        channel.on_gone = task_group.cancel_scope.cancel
+                        task_group.start_soon(
+                            self._watch, receive, channel, task_group.cancel_scope
+                        )
                         feed.on_overflow = task_group.cancel_scope.cancel
                         task_group.start_soon(feed.pump)
                         listening = task_group.cancel_scope
                         self._listening(listening)
-                    events = await peer.feed(body, inline=True)
-                    task_group.cancel_scope.cancel()
-                if feed is not None and feed.dropped:
+                        events = await peer.feed(body, inline=True)
+                        task_group.cancel_scope.cancel()
+                if feed.dropped:
                     return  # the client stopped reading: its stream ends below
             await settle(post.open(), events)
         finally:
             ROUTE.reset(token)
             if listen:
-                server._connections.discard(pooled.connection)
                 if listening is not None:
                     self._listeners.pop(listening, None)
             else:

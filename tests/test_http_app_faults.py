@@ -1,10 +1,12 @@
 """Faults of the HTTP app found by a hostile client, kept as regression tests: a client
 that hangs up while its response is written, a subscription on an app without
-sessions, a long-lived listen request that would keep its whole body."""
+sessions, a long-lived listen request that would keep its whole decoded body."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import tracemalloc
 from typing import Any
 
 import anyio
@@ -150,3 +152,48 @@ async def test_a_subscription_on_an_app_without_sessions_is_refused_plainly(
     assert answer["error"]["code"] == -32601
     assert "sessions" in answer["error"]["data"]["reason"]
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_an_open_listen_request_keeps_a_small_multiple_of_its_size() -> None:
+    """A 2026-07-28 ``subscriptions/listen`` stays open as long as its client likes: what
+    it keeps meanwhile is bounded by its wire size, not by its decoded size (a ``_meta``
+    of empty objects decodes to many times its bytes)."""
+    server = Server("listen", "1", list_changed=True, capabilities={"tools": {"listChanged": True}})
+    app = http_app(server)
+    padding = b"[" + b"{}," * 1_000_000 + b"{}]"
+    meta = msgspec.json.encode(META_2026)[:-1] + b',"padding":' + padding + b"}"
+    body = (
+        b'{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":'
+        b'{"notifications":{"toolsListChanged":true},"_meta":' + meta + b"}}"
+    )
+    assert len(body) < app.max_body
+    headers = {
+        **HANDSHAKE,
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen",
+    }
+    acknowledged = anyio.Event()
+    gone = anyio.Event()
+    held: list[int] = []
+
+    async def on_body(chunk: bytes) -> None:
+        if b"acknowledged" in chunk:
+            acknowledged.set()
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(
+                lambda: call(app, "POST", "/mcp", headers, body, gone=gone, on_body=on_body)
+            )
+            with anyio.fail_after(HANG_GUARD):
+                await acknowledged.wait()
+            gc.collect()
+            held.append(tracemalloc.get_traced_memory()[0] - before)
+            gone.set()
+    finally:
+        tracemalloc.stop()
+    # Decoded and kept whole, it would be about 25 times the body.
+    assert held[0] < 4 * len(body), (held[0], len(body))

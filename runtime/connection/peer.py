@@ -37,12 +37,13 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.client import ClientSession
@@ -78,6 +79,7 @@ from .handling import CANCELLED, Handling
 from .transport import MessageStream
 
 __all__ = [
+    "AnswerLater",
     "NotificationHandler",
     "Peer",
     "ProgressCallback",
@@ -555,22 +557,37 @@ class Peer(Generic[S]):
         request_id = request.request_id
         handling = self._track(request_id, handling)
         try:
-            answer = await self._answer_of(request, handling)
+            answer = await self._answer_of(
+                request_id, request.method, self._call_handler(request), handling
+            )
             if answer is not None:
                 if not (self._closed or handling.cancel_called or self._write_lock.locked()):
-                    return events, self._encode_answer(request, answer)
-                await self._send_answer(request, answer)
+                    return events, self._encode_answer(request.method, answer)
+                await self._send_answer(request.method, answer)
             return events, None
         finally:
             self._handled_one(request_id, handling)
 
     async def _take_events(self, events: list[Event], handling: Handling | None) -> None:
-        """Act on the events of a message fed with ``inline``."""
-        for event in events:
-            if isinstance(event, RequestReceived):
-                await self._handle(event, self._track(event.request_id, handling))
+        """Act on the events of a message fed with ``inline``. Each request's event is
+        handed to its handler, and ``events`` keeps a slim copy of it (what the caller
+        reads afterwards: its id and method): the handler alone holds the request, and
+        lets it go once it has what it needs (see :class:`AnswerLater`)."""
+        for index in range(len(events)):
+            if isinstance(events[index], RequestReceived):
+                await self._take_request(events, index, handling)
             else:
-                await self._on_event(event)
+                await self._on_event(events[index])
+
+    def _take_request(
+        self, events: list[Event], index: int, handling: Handling | None
+    ) -> Coroutine[Any, Any, None]:
+        """Hand the request ``events[index]`` to its handler (the coroutine to await),
+        leaving its slim copy in its place."""
+        event = events[index]
+        assert isinstance(event, RequestReceived)
+        events[index] = _slim(event)
+        return self._handle(event, self._track(event.request_id, handling))
 
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
@@ -766,23 +783,31 @@ class Peer(Generic[S]):
 
     async def _handle(self, event: RequestReceived, handling: Handling) -> None:
         """Answer one of the peer's requests, its handler running in ``handling``.
-        Nothing the handler or the answering raises leaves here."""
+        Nothing the handler or the answering raises leaves here. Only the handler holds
+        the request (``event``): a request kept open keeps what its handler keeps."""
+        request_id, method = event.request_id, event.method
+        handler = self._call_handler(event)
+        del event
         try:
-            answer = await self._answer_of(event, handling)
+            answer = await self._answer_of(request_id, method, handler, handling)
             if answer is not None:
-                await self._send_answer(event, answer)
+                await self._send_answer(method, answer)
         finally:
-            self._handled_one(event.request_id, handling)
+            self._handled_one(request_id, handling)
 
     async def _answer_of(
-        self, event: RequestReceived, handling: Handling
+        self,
+        request_id: RequestId,
+        method: str,
+        handler: Coroutine[Any, Any, Any],
+        handling: Handling,
     ) -> ResultResponse | ErrorResponse | None:
-        """Run the handler of ``event`` in ``handling``'s scope: the answer owed
-        (``None``: none is, the request having been cancelled or the connection
-        closed). The one place where what a handler raised becomes an answer."""
-        request_id = event.request_id
+        """Run ``handler`` (of the request ``request_id``) in ``handling``'s scope: the
+        answer owed (``None``: none is, the request having been cancelled or the
+        connection closed). The one place where what a handler raised becomes an
+        answer."""
         try:
-            outcome = await handling.run(self._call_handler(event))
+            outcome = await handling.run(_until_answered(handler))
         except ConnectionClosed:
             # What it waited for can no longer come (the peer's answer to its own
             # request, say): as if it were cancelled as the connection ends.
@@ -790,9 +815,7 @@ class Peer(Generic[S]):
         except Exception as exc:
             if isinstance(exc, RequestError):
                 return ErrorResponse(id=request_id, error=exc.error)
-            logger.exception(
-                "the handler of %s (id %r) failed", event.method, request_id, exc_info=exc
-            )
+            logger.exception("the handler of %s (id %r) failed", method, request_id, exc_info=exc)
             return _internal_error(request_id, exc)
         if outcome is CANCELLED:
             return self._abandoned_answer(request_id, ended=self._abandoning)
@@ -825,13 +848,13 @@ class Peer(Generic[S]):
         return await handler(event)
 
     def _encode_answer(
-        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
+        self, method: str, answer: ResultResponse | ErrorResponse
     ) -> HandedBack | None:
         """What :meth:`_send_answer` would write (``None``: nothing to write)."""
         try:
             return HandedBack.of(self.session.send(answer), answer)
         except Exception as exc:
-            failure = self._refused(event, answer, exc)
+            failure = self._refused(method, answer, exc)
             if failure is None:
                 return None
             try:
@@ -840,9 +863,7 @@ class Peer(Generic[S]):
                 _log_refused(failure, refused)
                 return None
 
-    async def _send_answer(
-        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
-    ) -> None:
+    async def _send_answer(self, method: str, answer: ResultResponse | ErrorResponse) -> None:
         """Write ``answer``; one the session refuses or fails to encode (a result of
         the wrong type, say) is logged and answered -32603 instead."""
         try:
@@ -850,21 +871,21 @@ class Peer(Generic[S]):
         except ConnectionClosed:
             pass
         except Exception as exc:
-            failure = self._refused(event, answer, exc)
+            failure = self._refused(method, answer, exc)
             if failure is not None:
                 await self._answer(failure)
 
     def _refused(
-        self, event: RequestReceived, answer: ResultResponse | ErrorResponse, exc: Exception
+        self, method: str, answer: ResultResponse | ErrorResponse, exc: Exception
     ) -> ErrorResponse | None:
         """Log that ``answer`` could not be sent (``exc``); the -32603 to send instead
         (``None``: none can be, or that was it)."""
         if isinstance(exc, LocalProtocolError):
-            logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)
+            logger.error("the answer to %s (id %r) was refused: %s", method, answer.id, exc)
         else:
             logger.error(
                 "the answer to %s (id %r) could not be encoded",
-                event.method,
+                method,
                 answer.id,
                 exc_info=exc,
             )
@@ -883,6 +904,35 @@ def _log_refused(answer: ResultResponse | ErrorResponse, exc: Exception) -> None
 
 def _is_internal_error(answer: ResultResponse | ErrorResponse) -> bool:
     return isinstance(answer, ErrorResponse) and answer.error.code == int(ErrorCode.INTERNAL_ERROR)
+
+
+class AnswerLater:
+    """What a request handler returns for a request it keeps open (a 2026-07-28
+    ``subscriptions/listen``): ``answer`` is awaited for the result, in the handler's
+    cancel scope, once the handler has returned, so that the handler's frames, and the
+    decoded request they hold, are let go meanwhile. ``answer`` should hold only what
+    it needs."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Awaitable[Any]) -> None:
+        self.answer = answer
+
+
+async def _until_answered(handler: Awaitable[Any]) -> Any:
+    """The result of ``handler``, or of the :class:`AnswerLater` it returned."""
+    outcome = await handler
+    if type(outcome) is AnswerLater:
+        later = outcome.answer
+        del outcome
+        return await later
+    return outcome
+
+
+def _slim(event: RequestReceived) -> RequestReceived:
+    """``event`` without the decoded request and what came with it (its id, method,
+    progress token and versions are left)."""
+    return msgspec.structs.replace(event, request=None, client_capabilities=None, client_info=None)
 
 
 def _abandoned(request_id: RequestId) -> ErrorResponse:

@@ -38,6 +38,7 @@ import msgspec
 from msgspec import UNSET
 
 import mcpspec
+from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.errors import ErrorCode, show
 from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
@@ -47,7 +48,7 @@ from mcpspec.runtime.stateless import LEVELS
 from .changes import ChangeFeed, agreed_filter
 from .context import InputNeeded, InputState, RequestContext, _Answer
 from .errors import RequestError
-from .peer import Peer
+from .peer import AnswerLater, Peer
 from .stdio import stdio_server_stream
 from .tools import Tool
 from .transport import MessageStream
@@ -496,16 +497,24 @@ class ServerConnection:
                 feed.unsubscribe(uri)
             return session.types.EmptyResult()
         if method == "subscriptions/listen" and (server.list_changed or server.subscribe):
-            assert feed is not None and self.peer is not None
+            assert feed is not None
             requested = msgspec.to_builtins(event.request.params.notifications)
             await feed.acknowledge(event.request_id, agreed_filter(requested, session.capabilities))
-            try:
-                # Open until the client cancels it or goes away.
-                await self.peer.wait_receiving_ended()
-            finally:
-                feed.listeners.pop(event.request_id, None)
-            return session.types.SubscriptionsListenResult()
+            # Open until the client cancels it or goes away, keeping only its id (not
+            # the request, whose _meta may be large).
+            return AnswerLater(self._listening(event.request_id))
         raise RequestError.method_not_found(method)
+
+    async def _listening(self, request_id: RequestId) -> Any:
+        """Keep the ``subscriptions/listen`` request ``request_id`` open until the
+        client cancels it or goes away; then its result."""
+        feed = self.feed
+        assert feed is not None
+        try:
+            await self.peer.wait_receiving_ended()
+        finally:
+            feed.listeners.pop(request_id, None)
+        return self.session.types.SubscriptionsListenResult()
 
     def _answers(
         self, event: RequestReceived, text: str

@@ -35,6 +35,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
+from mcpspec.runtime.connection.http import http_app
+
 HERE: Final = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
@@ -178,7 +180,7 @@ def parts(revision: str, calls: int) -> dict[str, float]:
     from mcpspec.runtime.envelope import ResultResponse
     from mcpspec.runtime.server import ServerSession
 
-    caller = Caller(build().http_app(), revision)
+    caller = Caller(http_app(build()), revision)
     bodies = [caller.body() for _ in range(calls)]
     scope = _scope(caller.headers, bodies[0])
     headers = header_map(scope)

@@ -23,6 +23,7 @@ from mcpspec.check.http import HttpLink, HttpTarget
 from mcpspec.check.http_probes import HTTP_CHECKS, check_http
 from mcpspec.check.link import Received
 from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING
 from tests.http_kit import serve_app
 
@@ -275,7 +276,7 @@ def gzip_answers(app: App, coding: str = "gzip") -> App:
 
 
 async def test_probes_give_our_app_a_clean_bill_in_every_revision() -> None:
-    async with served(build_server().http_app()) as target:
+    async with served(http_app(build_server())) as target:
         for revision in REVISIONS:
             report = RevisionReport(revision, accepted=True)
             await check_http(target, revision, report, Options())
@@ -291,7 +292,7 @@ async def test_probes_give_our_app_a_clean_bill_in_every_revision() -> None:
 
 
 async def test_probes_say_what_passed_in_a_handshake_revision() -> None:
-    async with served(build_server().http_app()) as target:
+    async with served(http_app(build_server())) as target:
         report = RevisionReport("2025-11-25", accepted=True)
         await check_http(target, "2025-11-25", report, Options())
     why = {f.check: f.why for f in report.findings}
@@ -302,7 +303,7 @@ async def test_probes_say_what_passed_in_a_handshake_revision() -> None:
 
 
 async def test_link_speaks_every_handshake_revision_cleanly() -> None:
-    async with served(build_server().http_app()) as target:
+    async with served(http_app(build_server())) as target:
         for revision in HANDSHAKE:
             report = RevisionReport(revision)
             async with target.connect(report) as link:
@@ -339,7 +340,7 @@ async def test_link_reads_compressed_answers_and_asks_for_what_it_reads(
     json_response: bool,
 ) -> None:
     seen: list[dict[str, str]] = []
-    app = record_headers(gzip_answers(build_server().http_app(json_response=json_response)), seen)
+    app = record_headers(gzip_answers(http_app(build_server(), json_response=json_response)), seen)
     report = RevisionReport("2025-11-25")
     async with served(app) as target, target.connect(report) as link:
         await open_session(link, "2025-11-25")
@@ -352,7 +353,7 @@ async def test_link_reads_compressed_answers_and_asks_for_what_it_reads(
 
 
 async def test_an_answer_in_a_coding_not_asked_for_ends_the_link_not_the_run() -> None:
-    app = gzip_answers(build_server().http_app(json_response=True), coding="br")
+    app = gzip_answers(http_app(build_server(), json_response=True), coding="br")
     report = RevisionReport("2025-11-25")
     async with served(app) as target, target.connect(report) as link:
         await link.send(initialize("2025-11-25"))
@@ -364,7 +365,7 @@ async def test_an_answer_in_a_coding_not_asked_for_ends_the_link_not_the_run() -
 async def test_link_reads_the_standalone_get_stream() -> None:
     server = build_server()
     report = RevisionReport("2025-11-25")
-    async with served(server.http_app()) as target, target.connect(report) as link:
+    async with served(http_app(server)) as target, target.connect(report) as link:
         await open_session(link, "2025-11-25")
         await link.send(encode(request(2, "ping", {})))
         await answer_of(link, 2)
@@ -381,7 +382,7 @@ async def test_an_event_over_the_limit_is_dropped_and_named(
 ) -> None:
     monkeypatch.setattr("mcpspec.check.http.MAX_MESSAGE", 90)
     report = RevisionReport("2025-11-25")
-    async with served(build_server().http_app()) as target, target.connect(report) as link:
+    async with served(http_app(build_server())) as target, target.connect(report) as link:
         await open_session(link, "2025-11-25")
         params = {"name": "steps", "arguments": {"count": 1}, "_meta": {"progressToken": "p"}}
         await link.send(encode(request(2, "tools/call", params)))
@@ -415,7 +416,7 @@ async def test_link_speaks_2026_with_mirrored_headers() -> None:
     seen: list[dict[str, str]] = []
     report = RevisionReport(STATELESS)
     async with (
-        served(record_headers(server.http_app(), seen)) as target,
+        served(record_headers(http_app(server), seen)) as target,
         target.connect(report) as link,
     ):
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
@@ -457,7 +458,7 @@ async def test_link_cancels_a_2026_request_by_closing_its_stream() -> None:
     seen: list[dict[str, str]] = []
     report = RevisionReport(STATELESS)
     async with (
-        served(record_headers(server.http_app(), seen)) as target,
+        served(record_headers(http_app(server), seen)) as target,
         target.connect(report) as link,
     ):
         params = {"name": "hold", "arguments": {}, "_meta": {**meta(), "progressToken": "t"}}
@@ -480,7 +481,7 @@ async def test_link_cancels_a_2026_request_by_closing_its_stream() -> None:
 
 
 async def test_link_falls_back_to_http_sse_for_2024_11_05() -> None:
-    app = build_server().http_app(legacy_sse=True)
+    app = http_app(build_server(), legacy_sse=True)
     report = RevisionReport("2024-11-05")
     # The SSE URL takes no POST (405): the link looks for the endpoint event there.
     async with served(app, "/sse") as target, target.connect(report) as link:
@@ -508,7 +509,7 @@ def never_answer_posts_to(app: App, path: str) -> App:
 
 
 async def test_link_ends_when_the_http_sse_message_endpoint_never_answers() -> None:
-    app = never_answer_posts_to(build_server().http_app(legacy_sse=True), "/messages")
+    app = never_answer_posts_to(http_app(build_server(), legacy_sse=True), "/messages")
     report = RevisionReport("2024-11-05")
     async with serve_app(app) as base:
         target = HttpTarget(base + "/sse", timeout=1.0)
@@ -533,7 +534,7 @@ async def test_closing_a_session_does_not_read_the_answer_to_delete() -> None:
             return
         await inner(scope, receive, send)
 
-    inner = build_server().http_app()
+    inner = http_app(build_server())
     report = RevisionReport("2025-11-25")
     async with serve_app(endless_delete) as base:
         target = HttpTarget(base + "/mcp", timeout=1.0)
@@ -554,7 +555,7 @@ async def test_link_ends_when_its_opening_request_is_refused_without_an_answer(
         opening = initialize(revision)
     # Nothing is served there (404, no body), and no HTTP+SSE endpoint either.
     async with (
-        served(build_server().http_app(), "/elsewhere") as target,
+        served(http_app(build_server()), "/elsewhere") as target,
         target.connect(report) as link,
     ):
         await link.send(opening)
@@ -565,7 +566,7 @@ async def test_link_ends_when_its_opening_request_is_refused_without_an_answer(
 
 
 async def test_probes_skip_2026_on_a_server_without_it() -> None:
-    app = build_server().http_app(revisions=tuple(HANDSHAKE))
+    app = http_app(build_server(), revisions=tuple(HANDSHAKE))
     report = RevisionReport(STATELESS, accepted=True)
     async with served(app) as target:
         await check_http(target, STATELESS, report, Options())
@@ -611,7 +612,7 @@ def test_a_url_with_a_bad_port_is_a_usage_error(
 
 
 async def test_a_notification_answered_200_is_an_http_status_failure() -> None:
-    app = rewrite_status(build_server().http_app(), 202, 200)
+    app = rewrite_status(http_app(build_server()), 202, 200)
     probe_report = RevisionReport("2025-11-25", accepted=True)
     link_report = RevisionReport("2025-11-25")
     async with served(app) as target:
@@ -634,7 +635,7 @@ async def test_a_notification_answered_200_is_an_http_status_failure() -> None:
 
 async def test_an_accepted_notification_whose_body_never_ends_is_given_up() -> None:
     report = RevisionReport("2025-11-25")
-    async with serve_app(trickle_accepted(build_server().http_app())) as base:
+    async with serve_app(trickle_accepted(http_app(build_server()))) as base:
         target = HttpTarget(base + "/mcp", timeout=1.0)
         async with target.connect(report) as link:
             with anyio.fail_after(5):  # the trickle lasts 10 s
@@ -649,7 +650,7 @@ async def test_an_accepted_notification_whose_body_never_ends_is_given_up() -> N
 
 
 async def test_requests_without_a_session_id_accepted_is_an_http_session_warning() -> None:
-    app = lend_session(build_server().http_app())
+    app = lend_session(http_app(build_server()))
     report = RevisionReport("2025-06-18", accepted=True)
     async with served(app) as target:
         await check_http(target, "2025-06-18", report, Options())
@@ -663,7 +664,7 @@ async def test_requests_without_a_session_id_accepted_is_an_http_session_warning
 
 
 async def test_an_unsupported_version_header_accepted_is_an_http_status_failure() -> None:
-    app = drop_request_header(build_server().http_app(), b"mcp-protocol-version", b"1999-01-01")
+    app = drop_request_header(http_app(build_server()), b"mcp-protocol-version", b"1999-01-01")
     report = RevisionReport("2025-11-25", accepted=True)
     async with served(app) as target:
         await check_http(target, "2025-11-25", report, Options())
@@ -673,7 +674,7 @@ async def test_an_unsupported_version_header_accepted_is_an_http_status_failure(
 
 
 async def test_2026_unknown_method_without_404_is_an_http_status_failure() -> None:
-    app = rewrite_status(build_server().http_app(), 404, 200)
+    app = rewrite_status(http_app(build_server()), 404, 200)
     probe_report = RevisionReport(STATELESS, accepted=True)
     link_report = RevisionReport(STATELESS)
     async with served(app) as target:
@@ -693,7 +694,7 @@ async def test_2026_unknown_method_without_404_is_an_http_status_failure() -> No
 
 
 async def test_a_session_id_that_is_not_visible_ascii_is_an_http_headers_failure() -> None:
-    app = spoil_session_id(build_server().http_app())
+    app = spoil_session_id(http_app(build_server()))
     report = RevisionReport("2025-11-25")
     async with served(app) as target, target.connect(report) as link:
         await link.send(initialize("2025-11-25"))

@@ -12,6 +12,7 @@ import pytest
 from mcpspec.runtime import ClientSession, ProgressReceived, RequestReceived
 from mcpspec.runtime.connection import (
     NotificationHandler,
+    Peer,
     RequestContext,
     RequestError,
     RequestTimeout,
@@ -412,6 +413,35 @@ async def test_the_stream_ending_mid_request_ends_serve_and_cancels_the_handler(
             await client_end.aclose()
         # serve returned (the task group ended) and the handler was cancelled
         assert fixture.cancelled.is_set()
+
+
+async def test_connect_puts_the_server_on_a_stream() -> None:
+    server = Server(list_changed=True)
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    changed: list[str] = []
+    server_end, client_end = memory_pair()
+    with anyio.fail_after(HANG_GUARD):
+        async with server.connect(server_end) as connection:
+            client = ClientSession(mode="2025-11-25")
+            async with Peer(
+                client, client_end, notification_handler=lambda event: changed.append(event.method)
+            ) as peer:
+                await peer.open()
+                result = await peer.request(call_tool(peer, "echo", {"text": "hi"}))
+                assert text_of(result) == "hi"
+                assert connection.session.revision == "2025-11-25"
+                assert connection.peer.session is connection.session
+                # Announced changes reach the connection while it runs.
+                await server.notify_tools_changed()
+                await peer.request(client.types.PingRequest(id=peer.next_id()))
+            await connection.wait_closed()
+        await server.notify_tools_changed()  # left: it no longer takes them
+    assert changed == ["notifications/tools/list_changed"]
 
 
 def test_handler_registration_is_checked() -> None:

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection.http import http_app
 from tests.http_kit import free_port, serve_app, wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -112,7 +113,7 @@ async def app_client(
     if server is None:
         server, _ = build_server()
     async with (
-        serve_app(server.http_app(**settings)) as base,
+        serve_app(http_app(server, **settings)) as base,
         httpx.AsyncClient(base_url=base, timeout=30) as client,
     ):
         yield client
@@ -557,7 +558,7 @@ async def test_mounted_inside_starlette() -> None:
     from starlette.routing import Mount
 
     server, _ = build_server()
-    app = server.http_app()
+    app = http_app(server)
     host = Starlette(routes=[Mount("/api", app=app)])
     async with (
         app.running(),

@@ -17,7 +17,7 @@ import pytest
 from httpx import ASGITransport, AsyncClient
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import asgi, legacy
+from mcpspec.runtime.connection.http import asgi, http_app, legacy
 from mcpspec.runtime.connection.http.legacy import LegacyStream
 from tests.http_kit import serve_app
 from tests.test_http_app import (
@@ -84,7 +84,7 @@ async def test_long_host_and_media_headers_passing_their_checks_are_not_remember
     async def echo(text: str) -> str:
         return text
 
-    app: Any = server.http_app()
+    app: Any = http_app(server)
     origin = "http://localhost:" + "9" * 100_000  # a loopback origin: it passes
     accept = ACCEPT + ", " + "text/plain;q=0.1, " * 10_000
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://127.0.0.1") as client:
@@ -169,7 +169,7 @@ def flood_call(request_id: int, meta: dict[str, Any] | None = None) -> dict[str,
 async def test_a_session_whose_client_stopped_reading_does_not_hold_up_another() -> None:
     server, _ = flooding_server()
     async with (
-        serve_app(server.http_app()) as base,
+        serve_app(http_app(server)) as base,
         AsyncClient(base_url=base, timeout=GUARD) as client,
     ):
         stalled = await initialize(client)
@@ -187,7 +187,7 @@ async def test_evicting_a_session_whose_client_stopped_reading_does_not_hold_up_
 ):
     server, _ = flooding_server()
     async with (
-        serve_app(server.http_app(max_sessions=1)) as base,
+        serve_app(http_app(server, max_sessions=1)) as base,
         AsyncClient(base_url=base, timeout=GUARD) as client,
     ):
         stalled = await initialize(client)
@@ -198,7 +198,7 @@ async def test_evicting_a_session_whose_client_stopped_reading_does_not_hold_up_
 
 async def test_a_stateless_request_whose_client_stopped_reading_is_cancelled() -> None:
     server, seen = flooding_server()
-    async with serve_app(server.http_app(stall_seconds=0.5)) as base:
+    async with serve_app(http_app(server, stall_seconds=0.5)) as base:
         headers = stateless_headers("tools/call", "flood")
         async with stalled_post(base, headers, flood_call(1, dict(META))):
             with anyio.fail_after(GUARD):

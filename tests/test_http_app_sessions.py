@@ -24,6 +24,7 @@ import pytest
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import events as events_module
 from mcpspec.runtime.connection.http import handshake as handshake_module
+from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http import sessions as sessions_module
 from tests.test_http_app import ACCEPT, build_server, request, sse_messages
 
@@ -269,7 +270,7 @@ async def test_a_batch_reply_goes_to_the_batch_post_when_a_sibling_is_cancelled(
     # task of the notification's POST: it must still leave on the batch's POST.
     server, _ = build_server()
     started, _ = with_quiet_hold(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app, "2025-03-26")
         batch = start(tg, app, "POST", headers, [call("quiet", 1), call("echo", 2, text="b")])
@@ -288,7 +289,7 @@ async def test_a_batch_reply_goes_to_the_batch_post_when_a_sibling_is_cancelled(
 async def test_a_batch_whose_requests_are_all_cancelled_ends() -> None:
     server, _ = build_server()
     started, _ = with_quiet_hold(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app, "2025-03-26")
         batch = start(tg, app, "POST", headers, [call("quiet", 1)])
@@ -308,7 +309,7 @@ async def test_what_a_broken_post_stream_still_sends_is_kept_for_its_resumption(
     # reaches the standalone stream, which must never carry a response.
     server, _ = build_server()
     steps = Steps(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         standalone = start(tg, app, "GET", get_headers(headers))
@@ -336,7 +337,7 @@ async def test_a_response_is_never_diverted_to_the_standalone_stream() -> None:
     # dropped (its notifications may go to the standalone stream).
     server, _ = build_server()
     steps = Steps(server)
-    app = server.http_app(resumable=False)
+    app = http_app(server, resumable=False)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         standalone = start(tg, app, "GET", get_headers(headers))
@@ -352,13 +353,13 @@ async def test_a_response_is_never_diverted_to_the_standalone_stream() -> None:
         tg.cancel_scope.cancel()
 
 
-async def test_a_request_answered_at_once_opens_no_stream_and_one_that_waits_does() -> None:
+async def test_a_request_answered_at_once_leaves_no_stream_and_one_that_waits_does() -> None:
     # The POST's channel (and the session's record of it, which ending the session
-    # answers from) is made only once the handler waits: a handler that answers at
-    # once leaves nothing in the session, one that waits is known to it until it ends.
+    # answers from) lasts as long as its handler runs: a handler that answers at once
+    # leaves nothing in the session, one that waits is known to it until it ends.
     server, _ = build_server()
     started, release = with_quiet_hold(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         session = app.sessions.get(headers["mcp-session-id"])
@@ -374,11 +375,11 @@ async def test_a_request_answered_at_once_opens_no_stream_and_one_that_waits_doe
         quick = await start(tg, app, "POST", headers, call("echo", 8, text="q")).done()
         assert quick.status == 200 and quick.content_type == JSON_TYPE
         assert quick.json()["result"]["content"][0]["text"] == "q"
-        assert made == [] and session.live == {}
+        assert len(made) == 1 and session.live == {}
         post = start(tg, app, "POST", headers, call("quiet", 9))
         with anyio.fail_after(GUARD):
             await started.wait()
-        assert len(made) == 1 and list(session.live.values()) == made
+        assert len(made) == 2 and list(session.live.values()) == made[1:]
         release.set()
         await post.done()
         assert post.json()["result"]["content"][0]["text"] == "released"
@@ -406,7 +407,7 @@ async def test_a_leftover_task_sends_on_the_standalone_stream_after_a_plain_answ
         leftovers.add(asyncio.get_running_loop().create_task(notify_later()))
         return "answered"
 
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         standalone = start(tg, app, "GET", get_headers(headers))
@@ -429,7 +430,7 @@ async def test_a_leftover_task_sends_on_the_standalone_stream_after_a_plain_answ
 async def test_a_get_resuming_a_live_post_stream_ends_after_the_response() -> None:
     server, _ = build_server()
     steps = Steps(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = await two_steps_streaming(tg, app, headers, raise_on_closed=False)
@@ -460,7 +461,7 @@ async def test_events_sent_while_a_resume_replays_reach_the_resumed_stream() -> 
             await anyio.wait_all_tasks_blocked()
             return found
 
-    app = server.http_app(event_store=SlowStore())
+    app = http_app(server, event_store=SlowStore())
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = await two_steps_streaming(tg, app, headers, raise_on_closed=False)
@@ -479,7 +480,7 @@ async def test_events_sent_while_a_resume_replays_reach_the_resumed_stream() -> 
 async def test_an_unknown_last_event_id_leaves_the_session_alive() -> None:
     # 404 would tell the client that its session is gone.
     server, _ = build_server()
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         resumed = await resume(tg, app, headers, "nope.1").done()
@@ -497,7 +498,7 @@ async def test_an_unknown_last_event_id_leaves_the_session_alive() -> None:
 async def test_a_request_whose_session_ends_is_answered_with_an_error(ending: str) -> None:
     server, _ = build_server()
     started, release = with_quiet_hold(server)
-    app = server.http_app(max_sessions=1)
+    app = http_app(server, max_sessions=1)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = start(tg, app, "POST", headers, call("quiet", 9))
@@ -519,7 +520,7 @@ async def test_a_request_whose_session_ends_is_answered_with_an_error(ending: st
 async def test_a_streamed_request_whose_session_ends_gets_its_error_on_the_stream() -> None:
     server, _ = build_server()
     steps = Steps(server)
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = await two_steps_streaming(tg, app, headers)
@@ -536,7 +537,7 @@ async def test_a_streamed_request_whose_session_ends_gets_its_error_on_the_strea
 async def test_a_cancelled_request_is_not_answered_202(json_response: bool) -> None:
     server, _ = build_server()
     started, _ = with_quiet_hold(server)
-    app = server.http_app(json_response=json_response)
+    app = http_app(server, json_response=json_response)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = start(tg, app, "POST", headers, call("quiet", 9))
@@ -574,7 +575,7 @@ async def test_a_busy_session_does_not_expire(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(handshake_module, "time", clock, raising=False)
     server, _ = build_server()
     started, release = with_quiet_hold(server)
-    app = server.http_app(session_idle_seconds=10)
+    app = http_app(server, session_idle_seconds=10)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         post = start(tg, app, "POST", headers, call("quiet", 9))
@@ -599,7 +600,7 @@ async def test_a_busy_session_does_not_expire(monkeypatch: pytest.MonkeyPatch) -
 
 async def test_the_get_stream_ends_with_its_session() -> None:
     server, _ = build_server()
-    app = server.http_app(keepalive_seconds=60)
+    app = http_app(server, keepalive_seconds=60)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         stream = start(tg, app, "GET", get_headers(headers))
@@ -612,7 +613,7 @@ async def test_the_get_stream_ends_with_its_session() -> None:
 
 async def test_a_refused_initialize_keeps_no_session() -> None:
     server, _ = build_server()
-    app = server.http_app(max_sessions=2)
+    app = http_app(server, max_sessions=2)
     plain = {"accept": ACCEPT, "content-type": JSON_TYPE}
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
@@ -633,7 +634,7 @@ async def test_a_refused_initialize_keeps_no_session() -> None:
 
 async def test_without_sessions_get_and_delete_are_405() -> None:
     server, _ = build_server()
-    app = server.http_app(sessions=False)
+    app = http_app(server, sessions=False)
     headers = {"accept": "text/event-stream", "mcp-protocol-version": "2025-11-25"}
     async with app.running(), anyio.create_task_group() as tg:
         for method in ("GET", "DELETE"):
@@ -645,7 +646,7 @@ async def test_without_sessions_get_and_delete_are_405() -> None:
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
 async def test_get_and_delete_refuse_an_unsupported_version(method: str) -> None:
     server, _ = build_server()
-    app = server.http_app()
+    app = http_app(server)
     async with app.running(), anyio.create_task_group() as tg:
         headers = await open_session(tg, app)
         bad = {**get_headers(headers), "mcp-protocol-version": "garbage"}

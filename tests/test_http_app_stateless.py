@@ -16,8 +16,7 @@ import pytest
 
 from mcpspec.runtime import mirror
 from mcpspec.runtime.connection import Server
-from mcpspec.runtime.connection.handling import eager
-from mcpspec.runtime.connection.http import HttpApp, HttpSettings, legacy, stateless
+from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
 from tests.test_http_app import (
     META,
     anyio_backend,  # noqa: F401 - a fixture
@@ -199,7 +198,7 @@ async def test_a_silent_handler_is_cancelled_when_its_client_goes() -> None:
             raise
         return "never"
 
-    app = server.http_app(json_response=True)
+    app = http_app(server, json_response=True)
     gone = anyio.Event()
     replies: list[Reply] = []
 
@@ -218,12 +217,11 @@ async def test_a_silent_handler_is_cancelled_when_its_client_goes() -> None:
     assert len(replies) == 1  # the request ended with its handler
 
 
-async def test_a_handler_that_answers_at_once_starts_no_task() -> None:
-    """The watch for the client going away is started only if the handler waits: a
-    request answered at once costs no task."""
-    assert eager()  # handlers run eagerly here (tests/test_connection_handling.py)
+async def test_a_handler_runs_in_the_posts_own_task() -> None:
+    """The handler of a POST's request runs in the POST's task: the only task a request
+    answered at once makes is the watch for its client going away."""
     server, _ = build_server()
-    app = server.http_app(json_response=True)
+    app = http_app(server, json_response=True)
     body = encode(stateless_call("echo", {"text": "hi"}))
     headers = modern("tools/call", "echo")
     await drive(app, "POST", "/mcp", headers, [body])  # the pooled connection is made
@@ -243,7 +241,7 @@ async def test_a_handler_that_answers_at_once_starts_no_task() -> None:
     finally:
         loop.set_task_factory(default)
     assert reply.status == 200 and "hi" in reply.body.decode()
-    assert made == []
+    assert len(made) == 1
 
 
 # -- subscriptions/listen ------------------------------------------------------------------------
@@ -254,7 +252,7 @@ async def test_a_listener_that_stops_reading_is_dropped_and_never_waited_on(
 ) -> None:
     monkeypatch.setattr(stateless, "DROP_GRACE", 0.0)
     server = announcing_server()
-    app = server.http_app(max_queued_messages=1)
+    app = http_app(server, max_queued_messages=1)
     acknowledged = {"stalled": anyio.Event(), "healthy": anyio.Event()}
     healthy_changes: list[bytes] = []
     received = anyio.Event()
@@ -339,7 +337,7 @@ class Listener:
 
 async def test_a_burst_of_the_same_change_takes_one_place_in_a_listener_queue() -> None:
     server, _ = build_server()
-    app = server.http_app(max_queued_messages=1)
+    app = http_app(server, max_queued_messages=1)
     listener = Listener(app)
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(listener.run)
@@ -362,7 +360,7 @@ async def test_a_burst_of_the_same_change_takes_one_place_in_a_listener_queue() 
 
 async def test_past_max_sessions_listeners_the_oldest_stream_ends() -> None:
     server, _ = build_server()
-    app = server.http_app(max_sessions=2)
+    app = http_app(server, max_sessions=2)
     listeners = [Listener(app) for _ in range(3)]
     ended = [anyio.Event() for _ in listeners]
 
@@ -392,7 +390,7 @@ async def test_a_large_json_answer_to_a_client_that_stops_reading_is_given_up() 
     """An answer over what an ASGI server buffers waits on the client to read it: past
     stall_seconds the request is over (a smaller one is written without a timer)."""
     server, _ = build_server()
-    app = server.http_app(json_response=True, stall_seconds=0.2)
+    app = http_app(server, json_response=True, stall_seconds=0.2)
     leave = anyio.Event()
 
     async def stalled(chunk: bytes) -> None:
@@ -409,7 +407,7 @@ async def test_a_large_json_answer_to_a_client_that_stops_reading_is_given_up() 
 
 async def test_listen_under_json_response_is_an_sse_stream() -> None:
     server, _ = build_server()
-    app = server.http_app(json_response=True)
+    app = http_app(server, json_response=True)
     listener = Listener(app)
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(listener.run)
@@ -450,7 +448,7 @@ async def test_an_invalid_body_is_refused_for_itself_not_as_a_header_mismatch(
 ) -> None:
     server, _ = build_server()
     body = encode({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
-    reply = await drive(server.http_app(), "POST", "/mcp", modern("tools/call", "echo"), [body])
+    reply = await drive(http_app(server), "POST", "/mcp", modern("tools/call", "echo"), [body])
     assert reply.status == 400, shape
     answer = reply.json()
     assert answer["error"]["code"] in (-32600, -32602), shape
@@ -459,7 +457,7 @@ async def test_an_invalid_body_is_refused_for_itself_not_as_a_header_mismatch(
 
 async def test_mcp_param_headers_follow_the_tools_schema_as_it_is_now() -> None:
     server, _ = build_server()
-    app = server.http_app()
+    app = http_app(server)
     body = encode(stateless_call("echo", {"text": "hi"}))
 
     async def status(**params: str) -> int:
@@ -586,7 +584,7 @@ class LegacyClient:
 
 async def test_a_client_gone_mid_body_on_the_message_endpoint_is_routine() -> None:
     server, _ = build_server()
-    app = server.http_app(legacy_sse=True)
+    app = http_app(server, legacy_sse=True)
     async with anyio.create_task_group() as task_group:
         client = LegacyClient(app)
         await client.open(task_group)
@@ -597,7 +595,7 @@ async def test_a_client_gone_mid_body_on_the_message_endpoint_is_routine() -> No
 
 async def test_an_oversized_body_on_the_message_endpoint_closes_the_connection() -> None:
     server, _ = build_server()
-    app = server.http_app(legacy_sse=True, max_body_bytes=512)
+    app = http_app(server, legacy_sse=True, max_body_bytes=512)
     async with anyio.create_task_group() as task_group:
         client = LegacyClient(app)
         await client.open(task_group)
@@ -612,7 +610,7 @@ async def test_a_failing_token_verifier_on_the_legacy_endpoints_is_a_500() -> No
         raise RuntimeError("the verifier is down")
 
     server, _ = build_server()
-    app = server.http_app(legacy_sse=True, verify_token=verify)
+    app = http_app(server, legacy_sse=True, verify_token=verify)
     auth = {"authorization": "Bearer t"}
     for method, path, headers in (
         ("GET", "/sse", SSE_HEADERS),
@@ -625,7 +623,7 @@ async def test_a_failing_token_verifier_on_the_legacy_endpoints_is_a_500() -> No
 
 async def test_the_legacy_endpoints_serve_only_the_settings_revisions() -> None:
     server, _ = build_server()
-    app = server.http_app(legacy_sse=True, revisions=("2025-11-25",))
+    app = http_app(server, legacy_sse=True, revisions=("2025-11-25",))
     async with anyio.create_task_group() as task_group:
         client = LegacyClient(app)
         await client.open(task_group)
@@ -645,7 +643,7 @@ async def test_a_legacy_client_that_stops_reading_is_dropped_and_never_waited_on
 ) -> None:
     monkeypatch.setattr(legacy, "DROP_GRACE", 0.0)
     server = announcing_server()
-    app = server.http_app(legacy_sse=True, max_queued_messages=1)
+    app = http_app(server, legacy_sse=True, max_queued_messages=1)
     stop_reading = False
 
     async def stall(chunk: bytes) -> None:

@@ -40,6 +40,7 @@ from mcpspec.runtime.connection import (
     Tool,
 )
 from mcpspec.runtime.connection.context import RequestContext
+from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http.client import HttpClientStream
 from mcpspec.runtime.connection.http.client_events import SseDecoder, SseEvent
 from mcpspec.runtime.connection.http.client_legacy import LegacySseTransport
@@ -832,10 +833,10 @@ async def test_no_fallback_with_the_streamable_transport_forced() -> None:
 async def app_serving(
     server: Server, refuse: Callable[[dict[str, str]], bool] | None = None
 ) -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
-    """``server.http_app()`` served, and the headers of each POST it gets; a POST whose
+    """``http_app(server)`` served, and the headers of each POST it gets; a POST whose
     headers ``refuse`` says yes to is answered 400 -32020 (as a validating gateway
     would) instead."""
-    app = server.http_app()
+    app = http_app(server)
     posts: list[dict[str, str]] = []
 
     async def recording(scope: Any, receive: Any, send: Any) -> None:

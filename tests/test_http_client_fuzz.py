@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mcpspec.runtime.connection import Client, Server, errors
-from mcpspec.runtime.connection.http import HttpApp
+from mcpspec.runtime.connection.http import HttpApp, http_app
 from mcpspec.runtime.connection.http.client import HttpClientStream
 from tests.test_http_app import sse_messages
 from tests.test_http_fuzz import json_values
@@ -48,7 +48,7 @@ def build_app() -> HttpApp:
         return text
 
     # Long-lived GET streams would never end through httpx's ASGI transport.
-    return server.http_app(standalone_stream=False)
+    return http_app(server, standalone_stream=False)
 
 
 # -- hostile answers ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import HttpSettings
+from mcpspec.runtime.connection.http import HttpSettings, http_app
 from tests.http_kit import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -181,7 +181,7 @@ async def contract(
     sessions: bool, verify_token: Callable[[str], Any] = verify, **options: Any
 ) -> AsyncIterator[Endpoint]:
     settings = HttpSettings.contract(verify_token, sessions=sessions, **options)
-    watched = Watched(fixture_server().http_app(settings))
+    watched = Watched(http_app(fixture_server(), settings))
     async with serving(watched) as base, httpx.AsyncClient(base_url=base, timeout=GUARD) as client:
         yield Endpoint(client, sessions, watched)
 
@@ -479,7 +479,7 @@ async def test_accepted_response_is_202_empty() -> None:
     """The client's answer to a request of the server is taken with 202 and an empty
     body. (The contract profile has no stream to carry a server's request, so this
     runs with the default settings: the request arrives on the POST's SSE stream.)"""
-    app = asking_server().http_app()
+    app = http_app(asking_server())
     async with serving(app) as base, httpx.AsyncClient(base_url=base, timeout=GUARD) as client:
         headers = {"content-type": JSON, "accept": ACCEPT_BOTH}
         opening = initialize()
@@ -523,7 +523,7 @@ async def test_server_request_without_a_stream_does_not_hang(sessions: bool) -> 
     request of the server (here an elicitation) has no way to the client, and the
     call that made it must still be answered (an error inside a 200), not hang."""
     settings = HttpSettings.contract(verify, sessions=sessions)
-    app = asking_server().http_app(settings)
+    app = http_app(asking_server(), settings)
     async with serving(app) as base, httpx.AsyncClient(base_url=base, timeout=GUARD) as client:
         endpoint = Endpoint(client, sessions, Watched(app))
         opening = initialize()

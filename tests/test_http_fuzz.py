@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import HttpApp
+from mcpspec.runtime.connection.http import HttpApp, http_app
 from tests.test_http_app import ACCEPT, META, STATELESS, sse_messages
 
 pytestmark = pytest.mark.anyio
@@ -435,7 +435,7 @@ def with_session(text: str, session_id: str | None) -> bytes:
 async def test_any_request_gets_one_response_and_the_app_goes_on(
     batch: list[dict[str, Any]], options: dict[str, Any]
 ) -> None:
-    app = build_server().http_app(**options)
+    app = http_app(build_server(), **options)
     with FailureLog() as failures:
         async with app.running():
             session_id = await open_session(app)
@@ -461,7 +461,7 @@ async def test_any_request_gets_one_response_and_the_app_goes_on(
 async def test_sessions_stay_bounded_under_a_flood_of_initialize() -> None:
     """Initialize after initialize, never closed: the table keeps at most its bound
     and the newest session still works."""
-    app = build_server().http_app(max_sessions=8)
+    app = http_app(build_server(), max_sessions=8)
     async with app.running():
         ids = [await open_session(app) for _ in range(40)]
         assert len(app.sessions) == 8

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from mcpspec.runtime.connection import Server
-from mcpspec.runtime.connection.http import HttpApp, MemoryEventStore
+from mcpspec.runtime.connection.http import HttpApp, MemoryEventStore, http_app
 from tests.test_http_contract import (
     ACCEPT_BOTH,
     JSON,
@@ -143,7 +143,7 @@ def limits() -> httpx.Limits:
 
 async def test_handshake_era_sessions_under_load() -> None:
     server = echo_server()
-    app = server.http_app()
+    app = http_app(server)
     watched = Watched(app)
     ledger = Ledger()
     async with serving(watched) as base:
@@ -181,7 +181,7 @@ async def test_handshake_era_sessions_under_load() -> None:
 
 async def test_stateless_era_under_load() -> None:
     server = echo_server()
-    app = server.http_app()
+    app = http_app(server)
     watched = Watched(app)
     ledger = Ledger()
     headers = {

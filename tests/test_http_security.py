@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import HttpSettings
+from mcpspec.runtime.connection.http import HttpSettings, http_app
 from tests.test_http_contract import (
     ACCEPT_BOTH,
     GUARD,
@@ -99,7 +99,7 @@ async def served(
     settings: HttpSettings | None = None, probe: Probe | None = None
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Watched]]:
     server = probed_server(probe if probe is not None else Probe())
-    watched = Watched(server.http_app(settings))
+    watched = Watched(http_app(server, settings))
     async with serving(watched) as base, httpx.AsyncClient(base_url=base, timeout=GUARD) as client:
         yield client, watched
 

@@ -10,7 +10,7 @@ The layering, bottom up:
   line, in memory for tests), a :class:`Peer` runs one session over one stream (a reader
   task, a waiter per request, handlers per incoming request, cancellation and
   progress), and :class:`Server` and :class:`Client` are what applications use;
-* :mod:`.http` carries them over HTTP: ``Server.http_app()`` (an ASGI app) and
+* :mod:`.http` carries them over HTTP: ``http.http_app(server)`` (an ASGI app) and
   ``Client.http(url)`` (``pip install mcpspec[http]``).
 
 It needs anyio (``pip install mcpspec[connect]``); asyncio and trio both work. Importing
@@ -32,7 +32,7 @@ from .errors import (
 )
 from .peer import NotificationHandler, Peer, ProgressCallback, RequestHandler, ViolationHandler
 from .results import Completions, ToolResult
-from .server import NotificationHandlerFn, RequestHandlerFn, Server
+from .server import NotificationHandlerFn, RequestHandlerFn, Server, ServerConnection
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
 from .tools import Tool, ToolError
 from .transport import (
@@ -69,6 +69,7 @@ __all__ = [
     "RequestTimeout",
     "ResponseViolation",
     "Server",
+    "ServerConnection",
     "StderrMode",
     "Tool",
     "ToolError",

@@ -16,10 +16,15 @@ session leaves out:
   breaks a rule, :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` when the
   connection ends first. A timeout or a cancelled caller sends
   ``notifications/cancelled``;
-* the peer's requests go to one ``request_handler`` coroutine each, concurrently. Its
-  return value is the result; raising ``RequestError`` answers with that error, any
-  other exception with -32603 (the connection goes on); without a handler the answer is
-  -32601. The peer's ``notifications/cancelled`` cancels the handler's task.
+* the peer's requests go to one ``request_handler`` coroutine each, concurrently, each
+  in a task of the peer's task group and inside a cancel scope of its own
+  (:class:`~.handling.Handling`). Its return value is the result; raising
+  ``RequestError`` answers with that error, any other exception with -32603, logged
+  once (the connection goes on); without a handler the answer is -32601. Nothing a
+  handler or the answering of it raises leaves its task: an answer the session refuses
+  or fails to encode is logged and becomes -32603 where one can still be sent. The
+  peer's ``notifications/cancelled``, and the connection ending once ``linger`` is
+  over, cancel the handler's scope.
 
 Every write goes through one lock, in the order the session produced it, and is
 shielded from cancellation, so a message is never cut in half on the wire. (An HTTP
@@ -29,17 +34,16 @@ written: :meth:`Peer.feed_request`.)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import logging
-import types
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.client import ClientSession
@@ -71,11 +75,11 @@ from .errors import (
     RequestTimeout,
     ResponseViolation,
 )
-from .handling import CANCELLED, WAITING, Handling
-from .pipes import current_task_of, running_asyncio_loop
+from .handling import CANCELLED, Handling
 from .transport import MessageStream
 
 __all__ = [
+    "AnswerLater",
     "NotificationHandler",
     "Peer",
     "ProgressCallback",
@@ -206,13 +210,8 @@ class Peer(Generic[S]):
         self._handling: dict[RequestId, Handling] = {}
         #: Set (and dropped) when a handler ends; made only while someone waits for it.
         self._handled: anyio.Event | None = None
+        #: The reader's and the handlers' tasks.
         self._task_group: anyio.abc.TaskGroup | None = None
-        #: On asyncio, the loop the handlers of the peer's requests run on as plain tasks
-        #: (see :meth:`_start_handler`); ``None`` elsewhere (they are the group's tasks).
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._handler_tasks: set[asyncio.Task[Any]] = set()
-        #: What a handler's task failed with (a bug: handlers' own errors are answers).
-        self._handler_failure: Exception | None = None
         self._ready: SessionReady | None = None
         self._failed: NegotiationFailed | None = None
         self._negotiated = anyio.Event()
@@ -229,7 +228,6 @@ class Peer(Generic[S]):
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
-        self._loop = running_asyncio_loop()
         task_group.start_soon(self._run_reader)
         return self
 
@@ -257,6 +255,12 @@ class Peer(Generic[S]):
             self._writing.cancel()
         with anyio.CancelScope(shield=True):
             await self.stream.aclose()
+
+    def cancel_write(self) -> None:
+        """End the write under way, if any (it raises :class:`ConnectionClosed`): the
+        peer no longer reads, and a write to it may never return."""
+        if self._writing is not None:
+            self._writing.cancel()
 
     @property
     def closed(self) -> bool:
@@ -483,11 +487,7 @@ class Peer(Generic[S]):
                 self._fail_waiters(self._close_reason)
             await self._drain()
         finally:
-            await self._stop_handler_tasks()
             self._ended.set()
-            if self._handler_failure is not None:
-                # Fails the task group, as the handler's task would have as one of its own.
-                raise self._handler_failure
 
     async def _read_all(self) -> str:
         """Read until the stream ends; why it ended, as the stream says."""
@@ -531,29 +531,21 @@ class Peer(Generic[S]):
         return events
 
     async def feed_request(
-        self,
-        data: bytes,
-        handling: Handling | None = None,
-        *,
-        on_wait: Callable[[], object] | None = None,
+        self, data: bytes, handling: Handling | None = None
     ) -> tuple[list[Event], HandedBack | None]:
         """:meth:`feed` with ``inline`` of a body that holds one request, whose answer is
         handed back instead of written when it is the next write: nothing is being
-        written then and the handler (``handling``) was not cancelled. The caller must
-        then write those bytes (where the stream would) before it waits for anything,
-        so that the writes keep the session's order. ``on_wait`` becomes the handler's
-        :attr:`~.handling.Handling.on_wait` (unless ``handling`` is given). Returns the
-        session's events and the answer (``None`` when it was written, or there is
-        none); any other body is fed as :meth:`feed` feeds it."""
+        written then and the handler (``handling``, for the caller to cancel it) was not
+        cancelled. The caller must then write those bytes (where the stream would)
+        before it waits for anything, so that the writes keep the session's order.
+        Returns the session's events and the answer (``None`` when it was written, or
+        there is none); any other body is fed as :meth:`feed` feeds it."""
         try:
             events = self.session.receive(data)
         except Exception:  # a bug in the session: keep the connection
             logger.exception("the session failed to read a message")
             return [], None
         request = events[-1] if events else None
-        if handling is None and on_wait is not None:
-            handling = Handling(self._loop)
-            handling.on_wait = on_wait
         # One request, after the SessionReady of a 2026-07-28 request at most.
         if not isinstance(request, RequestReceived) or (
             len(events) > 1 and (len(events) > 2 or not isinstance(events[0], SessionReady))
@@ -565,34 +557,37 @@ class Peer(Generic[S]):
         request_id = request.request_id
         handling = self._track(request_id, handling)
         try:
-            # The handler's first step runs here, without a coroutine around it: most
-            # answer in it (see Handling.start).
-            answer: ResultResponse | ErrorResponse | None = None
-            try:
-                outcome = handling.start(self._handler_of(request))
-                if outcome is WAITING:
-                    outcome = await handling.finish()
-                if outcome is not CANCELLED:
-                    answer = ResultResponse(id=request_id, result=outcome)
-                else:
-                    answer = self._abandoned_answer(request_id)
-            except Exception as exc:
-                answer = self._failure_answer(request, exc)
+            answer = await self._answer_of(
+                request_id, request.method, self._call_handler(request), handling
+            )
             if answer is not None:
                 if not (self._closed or handling.cancel_called or self._write_lock.locked()):
-                    return events, self._encode_answer(request, answer)
-                await self._send_answer(request, answer)
+                    return events, self._encode_answer(request.method, answer)
+                await self._send_answer(request.method, answer)
             return events, None
         finally:
             self._handled_one(request_id, handling)
 
     async def _take_events(self, events: list[Event], handling: Handling | None) -> None:
-        """Act on the events of a message fed with ``inline``."""
-        for event in events:
-            if isinstance(event, RequestReceived):
-                await self._handle(event, self._track(event.request_id, handling))
+        """Act on the events of a message fed with ``inline``. Each request's event is
+        handed to its handler, and ``events`` keeps a slim copy of it (what the caller
+        reads afterwards: its id and method): the handler alone holds the request, and
+        lets it go once it has what it needs (see :class:`AnswerLater`)."""
+        for index in range(len(events)):
+            if isinstance(events[index], RequestReceived):
+                await self._take_request(events, index, handling)
             else:
-                await self._on_event(event)
+                await self._on_event(events[index])
+
+    def _take_request(
+        self, events: list[Event], index: int, handling: Handling | None
+    ) -> Coroutine[Any, Any, None]:
+        """Hand the request ``events[index]`` to its handler (the coroutine to await),
+        leaving its slim copy in its place."""
+        event = events[index]
+        assert isinstance(event, RequestReceived)
+        events[index] = _slim(event)
+        return self._handle(event, self._track(event.request_id, handling))
 
     async def _drain(self) -> None:
         """Let the peer's requests in flight finish for up to ``linger`` seconds, then
@@ -748,8 +743,8 @@ class Peer(Generic[S]):
             await self._send(response)
         except ConnectionClosed:
             pass
-        except LocalProtocolError as exc:
-            logger.error("an answer to id %r was refused by the session: %s", response.id, exc)
+        except Exception as exc:
+            _log_refused(response, exc)
 
     def _fail_waiters(self, reason: str) -> None:
         waiters, self._waiters = self._waiters, {}
@@ -777,52 +772,61 @@ class Peer(Generic[S]):
         """Note ``handling`` (a new one when ``None``) as the handler of the peer's
         request ``request_id``."""
         if handling is None:
-            handling = Handling(self._loop)
+            handling = Handling()
         self._handling[request_id] = handling
         return handling
 
     def _start_handler(self, event: RequestReceived) -> None:
-        handling = self._track(event.request_id)
         task_group = self._task_group
         assert task_group is not None
-        loop = self._loop
-        if loop is None:
-            task_group.start_soon(self._handle, event, handling)
-            return
-        # On asyncio a plain task costs a fraction of a task group's (its cancel scope,
-        # handle, event and callbacks). The reader stands in for the group: it cancels
-        # these tasks and waits for them when it ends, and a failure of one (a bug)
-        # fails the group through the reader.
-        if task_group.cancel_scope.cancel_called:
-            handling.cancel()
-        task = loop.create_task(self._handle(event, handling))
-        self._handler_tasks.add(task)
+        task_group.start_soon(self._handle, event, self._track(event.request_id))
 
     async def _handle(self, event: RequestReceived, handling: Handling) -> None:
-        """Answer one of the peer's requests as ``handling`` runs it."""
-        request_id = event.request_id
+        """Answer one of the peer's requests, its handler running in ``handling``.
+        Nothing the handler or the answering raises leaves here. Only the handler holds
+        the request (``event``): a request kept open keeps what its handler keeps."""
+        request_id, method = event.request_id, event.method
+        handler = self._call_handler(event)
+        del event
         try:
-            outcome = await handling.run(self._respond(event))
-            if outcome is CANCELLED:
-                answer = self._abandoned_answer(request_id)
-                if answer is not None:
-                    await self._send_answer(event, answer)
-        except Exception as exc:
-            if self._loop is None:
-                raise
-            self._fail_from_handler(exc)
+            answer = await self._answer_of(request_id, method, handler, handling)
+            if answer is not None:
+                await self._send_answer(method, answer)
         finally:
             self._handled_one(request_id, handling)
-            if self._loop is not None:
-                task = current_task_of(self._loop)
-                if task is not None:
-                    self._handler_tasks.discard(task)
 
-    def _abandoned_answer(self, request_id: RequestId) -> ErrorResponse | None:
-        """The answer owed to a request whose handler was cancelled: one only when it
-        was cancelled as the connection ends (the peer hears why, and the other answers
-        of its batch are no longer held for this one), and is still unanswered."""
-        if self._abandoning and request_id in self.session.unanswered:
+    async def _answer_of(
+        self,
+        request_id: RequestId,
+        method: str,
+        handler: Coroutine[Any, Any, Any],
+        handling: Handling,
+    ) -> ResultResponse | ErrorResponse | None:
+        """Run ``handler`` (of the request ``request_id``) in ``handling``'s scope: the
+        answer owed (``None``: none is, the request having been cancelled or the
+        connection closed). The one place where what a handler raised becomes an
+        answer."""
+        try:
+            outcome = await handling.run(_until_answered(handler))
+        except ConnectionClosed:
+            # What it waited for can no longer come (the peer's answer to its own
+            # request, say): as if it were cancelled as the connection ends.
+            return self._abandoned_answer(request_id, ended=True)
+        except Exception as exc:
+            if isinstance(exc, RequestError):
+                return ErrorResponse(id=request_id, error=exc.error)
+            logger.exception("the handler of %s (id %r) failed", method, request_id, exc_info=exc)
+            return _internal_error(request_id, exc)
+        if outcome is CANCELLED:
+            return self._abandoned_answer(request_id, ended=self._abandoning)
+        return ResultResponse(id=request_id, result=outcome)
+
+    def _abandoned_answer(self, request_id: RequestId, *, ended: bool) -> ErrorResponse | None:
+        """The answer owed to a request whose handler did not finish: one only when
+        the connection ended under it (``ended``: the peer hears why, and the other
+        answers of its batch are no longer held for this one), and it is still
+        unanswered. A request the peer cancelled is owed nothing."""
+        if ended and not self._closed and request_id in self.session.unanswered:
             return _abandoned(request_id)
         return None
 
@@ -834,91 +838,101 @@ class Peer(Generic[S]):
         if handled is not None:
             handled.set()
 
-    def _fail_from_handler(self, exc: Exception) -> None:
-        """A handler's plain task failed: end the connection's task group with it."""
-        if self._handler_failure is None:
-            self._handler_failure = exc
-        if self._task_group is not None:
-            self._task_group.cancel_scope.cancel()
-
-    async def _stop_handler_tasks(self) -> None:
-        """Cancel the handlers' plain tasks still running and wait for them."""
-        if not self._handler_tasks:
-            return
-        for handling in list(self._handling.values()):
-            handling.cancel()
-        with anyio.CancelScope(shield=True):
-            while self._handler_tasks:
-                await self._handler_ended()
-
-    async def _respond(self, event: RequestReceived) -> None:
-        """The handler's part of :meth:`_handle`: answer the request. The connection
-        ending under the handler leaves nothing to answer."""
-        answer: ResultResponse | ErrorResponse | None
-        try:
-            result = await self._handler_of(event)
-        except Exception as exc:
-            answer = self._failure_answer(event, exc)
-        else:
-            answer = ResultResponse(id=event.request_id, result=result)
-        if answer is not None:
-            await self._send_answer(event, answer)
-
-    def _handler_of(self, event: RequestReceived) -> Coroutine[Any, Any, Any]:
-        """The coroutine whose result answers ``event``."""
+    async def _call_handler(self, event: RequestReceived) -> Any:
+        """The result of ``event``, as its handler gives it."""
         if event.method == "ping" and self.answer_ping:
-            return _returning(self.session.types.EmptyResult())
+            return self.session.types.EmptyResult()
         handler = self.request_handler
         if handler is None:
-            return _raising(RequestError.method_not_found(event.method))
-        awaitable = handler(event)
-        if type(awaitable) is _COROUTINE:
-            return awaitable
-        return _awaiting(awaitable)
-
-    def _failure_answer(self, event: RequestReceived, exc: Exception) -> ErrorResponse | None:
-        """The answer to ``event`` whose handler raised ``exc`` (``None``: the
-        connection ended under it, nothing to answer)."""
-        if isinstance(exc, RequestError):
-            return ErrorResponse(id=event.request_id, error=exc.error)
-        if isinstance(exc, ConnectionClosed):
-            return None
-        logger.exception(
-            "the handler of %s (id %r) failed", event.method, event.request_id, exc_info=exc
-        )
-        return _internal_error(event.request_id, exc)
+            raise RequestError.method_not_found(event.method)
+        return await handler(event)
 
     def _encode_answer(
-        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
+        self, method: str, answer: ResultResponse | ErrorResponse
     ) -> HandedBack | None:
         """What :meth:`_send_answer` would write (``None``: nothing to write)."""
         try:
             return HandedBack.of(self.session.send(answer), answer)
-        except LocalProtocolError as exc:
-            logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)
-            if answer.id is None or answer.id is UNSET:
+        except Exception as exc:
+            failure = self._refused(method, answer, exc)
+            if failure is None:
                 return None
             try:
-                failure = _internal_error(answer.id, exc)
                 return HandedBack.of(self.session.send(failure), failure)
-            except LocalProtocolError as refused:
-                logger.error(
-                    "an answer to id %r was refused by the session: %s", answer.id, refused
-                )
+            except Exception as refused:
+                _log_refused(failure, refused)
                 return None
 
-    async def _send_answer(
-        self, event: RequestReceived, answer: ResultResponse | ErrorResponse
-    ) -> None:
+    async def _send_answer(self, method: str, answer: ResultResponse | ErrorResponse) -> None:
+        """Write ``answer``; one the session refuses or fails to encode (a result of
+        the wrong type, say) is logged and answered -32603 instead."""
         try:
             await self._send(answer)
-        except LocalProtocolError as exc:
-            # The handler's result breaks a rule (a wrong type, say): answer -32603.
-            logger.error("the answer to %s (id %r) was refused: %s", event.method, answer.id, exc)
-            if answer.id is not None and answer.id is not UNSET:
-                await self._answer(_internal_error(answer.id, exc))
         except ConnectionClosed:
             pass
+        except Exception as exc:
+            failure = self._refused(method, answer, exc)
+            if failure is not None:
+                await self._answer(failure)
+
+    def _refused(
+        self, method: str, answer: ResultResponse | ErrorResponse, exc: Exception
+    ) -> ErrorResponse | None:
+        """Log that ``answer`` could not be sent (``exc``); the -32603 to send instead
+        (``None``: none can be, or that was it)."""
+        if isinstance(exc, LocalProtocolError):
+            logger.error("the answer to %s (id %r) was refused: %s", method, answer.id, exc)
+        else:
+            logger.error(
+                "the answer to %s (id %r) could not be encoded",
+                method,
+                answer.id,
+                exc_info=exc,
+            )
+        if answer.id is None or answer.id is UNSET or _is_internal_error(answer):
+            return None
+        return _internal_error(answer.id, exc)
+
+
+def _log_refused(answer: ResultResponse | ErrorResponse, exc: Exception) -> None:
+    """Log that the session refused (or failed to encode) an answer the connection owes."""
+    if isinstance(exc, LocalProtocolError):
+        logger.error("an answer to id %r was refused by the session: %s", answer.id, exc)
+    else:
+        logger.error("an answer to id %r could not be encoded", answer.id, exc_info=exc)
+
+
+def _is_internal_error(answer: ResultResponse | ErrorResponse) -> bool:
+    return isinstance(answer, ErrorResponse) and answer.error.code == int(ErrorCode.INTERNAL_ERROR)
+
+
+class AnswerLater:
+    """What a request handler returns for a request it keeps open (a 2026-07-28
+    ``subscriptions/listen``): ``answer`` is awaited for the result, in the handler's
+    cancel scope, once the handler has returned, so that the handler's frames, and the
+    decoded request they hold, are let go meanwhile. ``answer`` should hold only what
+    it needs."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Awaitable[Any]) -> None:
+        self.answer = answer
+
+
+async def _until_answered(handler: Awaitable[Any]) -> Any:
+    """The result of ``handler``, or of the :class:`AnswerLater` it returned."""
+    outcome = await handler
+    if type(outcome) is AnswerLater:
+        later = outcome.answer
+        del outcome
+        return await later
+    return outcome
+
+
+def _slim(event: RequestReceived) -> RequestReceived:
+    """``event`` without the decoded request and what came with it (its id, method,
+    progress token and versions are left)."""
+    return msgspec.structs.replace(event, request=None, client_capabilities=None, client_info=None)
 
 
 def _abandoned(request_id: RequestId) -> ErrorResponse:
@@ -944,21 +958,6 @@ def _internal_error(request_id: RequestId, exc: BaseException) -> ErrorResponse:
             data={"exception": type(exc).__name__},
         ),
     )
-
-
-_COROUTINE: Final = types.CoroutineType
-
-
-async def _returning(value: Any) -> Any:
-    return value
-
-
-async def _raising(exc: Exception) -> Any:
-    raise exc
-
-
-async def _awaiting(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 def _has_progress_token(request: Any) -> bool:

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections import deque
-from collections.abc import Callable
 from contextlib import suppress
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -38,19 +36,6 @@ BUFFER_LIMIT: Final = 256 * 1024
 SEND_GRACE: Final = 5.0
 
 
-def _task_reader() -> Callable[[asyncio.AbstractEventLoop], asyncio.Task[Any] | None]:
-    """``asyncio.current_task``, which before Python 3.12 is a Python function over a
-    dict by loop: that dict's ``get`` then (one Python frame less per request)."""
-    tasks = getattr(asyncio.tasks, "_current_tasks", None)
-    if sys.version_info < (3, 12) and isinstance(tasks, dict):
-        return tasks.get
-    return asyncio.current_task
-
-
-#: The task running on an asyncio loop (``None``: none), as ``asyncio.current_task``.
-current_task_of: Final = _task_reader()
-
-
 def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
     """The asyncio event loop the current task runs on (``None`` under another
     library, trio say, even one hosted by an asyncio loop)."""
@@ -58,7 +43,7 @@ def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return None
-    return loop if current_task_of(loop) is not None else None
+    return loop if asyncio.current_task(loop) is not None else None
 
 
 class FdReceiveStream(ByteReceiveStream):

@@ -18,17 +18,19 @@ is registered for it) ``logging/setLevel`` itself; a method without a handler an
 -32601; a handler that raises answers -32603 (or the error of a
 :class:`~mcpspec.runtime.connection.errors.RequestError` it raises), and the connection
 goes on. The capabilities it declares follow from the handlers registered, unless
-given. One ``Server`` serves any number of connections (:meth:`Server.serve`, once per
-stream); each has its own session.
+given. One ``Server`` serves any number of connections, each with its own session:
+:meth:`Server.connect` puts it on a message stream (stdio, a test's memory pair, and
+every HTTP era alike), :meth:`Server.serve` serves one stream until it ends. HTTP is
+``mcpspec.runtime.connection.http.http_app(server)``.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import functools
 import secrets
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -36,7 +38,8 @@ import msgspec
 from msgspec import UNSET
 
 import mcpspec
-from mcpspec.runtime.errors import show
+from mcpspec.runtime.envelope import RequestId
+from mcpspec.runtime.errors import ErrorCode, show
 from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
 from mcpspec.runtime.server import ServerSession
@@ -45,15 +48,12 @@ from mcpspec.runtime.stateless import LEVELS
 from .changes import ChangeFeed, agreed_filter
 from .context import InputNeeded, InputState, RequestContext, _Answer
 from .errors import RequestError
-from .peer import Peer
+from .peer import AnswerLater, Peer
 from .stdio import stdio_server_stream
 from .tools import Tool
 from .transport import MessageStream
 
-if typing.TYPE_CHECKING:
-    from .http import HttpApp, HttpSettings
-
-__all__ = ["NotificationHandlerFn", "RequestHandlerFn", "Server"]
+__all__ = ["NotificationHandlerFn", "RequestHandlerFn", "Server", "ServerConnection"]
 
 #: A request handler: the typed request and its context in, the result out.
 RequestHandlerFn = Callable[[Any, RequestContext], Awaitable[Any]]
@@ -65,6 +65,10 @@ T = TypeVar("T", bound=Callable[..., Awaitable[Any]])
 
 #: Methods the server answers itself.
 _OWN: Final = frozenset({"initialize", "server/discover", "ping"})
+#: Methods served with the connection's change feed.
+_NEEDS_FEED: Final = frozenset(
+    {"resources/subscribe", "resources/unsubscribe", "subscriptions/listen"}
+)
 #: The capability (as a JSON object path and value) each handled method declares.
 _DECLARES: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
     "tools/list": ("tools", {}),
@@ -139,7 +143,7 @@ class Server:
         self.logging = logging
         self.list_changed = list_changed
         self.subscribe = subscribe
-        self._connections: set[_Connection] = set()
+        self._connections: set[ServerConnection] = set()
         self.limits = limits if limits is not None else DEFAULT_LIMITS
         self._handlers: dict[str, RequestHandlerFn] = {}
         self._notification_handlers: dict[str, NotificationHandlerFn] = {}
@@ -293,47 +297,82 @@ class Server:
 
     # -- serving ------------------------------------------------------------------------------
 
-    async def serve(self, stream: MessageStream, *, linger: float = 5.0) -> None:
-        """Serve one connection over ``stream`` until it ends (then the requests in
-        flight get ``linger`` seconds to finish). Closes the stream."""
-        await self._serve(stream, linger=linger)
-
-    async def _serve(
+    def connection(
         self,
         stream: MessageStream,
         *,
-        linger: float,
+        linger: float = 5.0,
         revisions: tuple[str, ...] | None = None,
-        feed_buffer: int | None = None,
-        on_overflow: Callable[[], object] | None = None,
-    ) -> None:
-        """:meth:`serve`, accepting only ``revisions`` when given; with ``feed_buffer``
-        the change feed never waits on the client (this task sends what it queues, and
-        ``on_overflow`` is called when the client falls behind: it must end the stream
-        without waiting)."""
-        connection = _Connection(self, self.session(revisions))
-        peer = Peer(
-            connection.session,
+        changes: bool = True,
+        change_buffer: int | None = None,
+    ) -> ServerConnection:
+        """A connection of this server over ``stream``, not running yet: for a caller
+        that feeds it messages itself (an HTTP POST's body: ``connection.peer.feed``),
+        or enters it (:meth:`connect` does). ``revisions`` restricts the revisions it
+        accepts; ``changes``: it takes change notifications (``False`` for a connection
+        that lasts one request), queued up to ``change_buffer`` of them when given (then
+        someone must run ``connection.feed.pump``)."""
+        return ServerConnection(
+            self,
             stream,
-            request_handler=connection.dispatch,
-            notification_handler=connection.on_notification,
             linger=linger,
+            revisions=revisions,
+            changes=changes,
+            change_buffer=change_buffer,
         )
-        connection.peer = peer
-        connection.feed = feed = ChangeFeed(peer, buffer=feed_buffer)
-        feed.on_overflow = on_overflow
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+        stream: MessageStream,
+        *,
+        linger: float = 5.0,
+        revisions: tuple[str, ...] | None = None,
+        change_buffer: int | None = None,
+        on_overflow: Callable[[], object] | None = None,
+    ) -> AsyncIterator[ServerConnection]:
+        """Put this server on ``stream``: a running :class:`ServerConnection`, for the
+        block's duration (``await connection.wait_closed()`` to serve until the stream
+        ends). Leaving closes the stream and cancels what still runs. With
+        ``change_buffer``, change notifications are queued (the announcer never waits on
+        this client) and sent from a task of the connection; a client more than that
+        many behind ends the connection (``on_overflow`` is told, without waiting)."""
+        connection = self.connection(
+            stream, linger=linger, revisions=revisions, change_buffer=change_buffer
+        )
+        peer, feed = connection.peer, connection.feed
+        with self.announcing(connection):
+            async with peer, anyio.create_task_group() as tasks:
+                if change_buffer is not None and feed is not None:
+
+                    def overflow() -> None:
+                        # The client does not read: a change being written to it never
+                        # ends.
+                        peer.cancel_write()
+                        tasks.cancel_scope.cancel()
+                        if on_overflow is not None:
+                            on_overflow()
+
+                    feed.on_overflow = overflow
+                    tasks.start_soon(feed.pump)
+                yield connection
+                tasks.cancel_scope.cancel()
+
+    @contextlib.contextmanager
+    def announcing(self, connection: ServerConnection) -> Iterator[None]:
+        """Send the changes announced (:meth:`notify_tools_changed`, ...) to
+        ``connection`` too, for the block's duration."""
         self._connections.add(connection)
         try:
-            async with peer:
-                if feed_buffer is None:
-                    await peer.wait_closed()
-                    return
-                async with anyio.create_task_group() as task_group:
-                    task_group.start_soon(feed.pump)
-                    await peer.wait_closed()
-                    task_group.cancel_scope.cancel()
+            yield
         finally:
             self._connections.discard(connection)
+
+    async def serve(self, stream: MessageStream, *, linger: float = 5.0) -> None:
+        """Serve one connection over ``stream`` until it ends (then the requests in
+        flight get ``linger`` seconds to finish). Closes the stream."""
+        async with self.connect(stream, linger=linger) as connection:
+            await connection.wait_closed()
 
     async def run_stdio(self, *, max_message_size: int | None = None, linger: float = 1.0) -> None:
         """Serve this process's stdin and stdout until stdin closes, then give the
@@ -351,55 +390,41 @@ class Server:
         ``backend`` (``"asyncio"`` or ``"trio"``)."""
         anyio.run(functools.partial(self.run_stdio, linger=linger), backend=backend)
 
-    def http_app(self, settings: HttpSettings | None = None, **options: Any) -> HttpApp:
-        """This server as an ASGI application speaking Streamable HTTP (every era it
-        accepts) at one endpoint, ``/mcp`` by default: run it under any ASGI server
-        (``uvicorn``), or mount it in a framework. ``settings`` (an
-        :class:`~mcpspec.runtime.connection.http.HttpSettings`), or its fields as
-        keyword ``options``, say how it behaves; the defaults answer loopback hosts and
-        origins only."""
-        from .http import HttpApp, HttpSettings
 
-        if settings is None:
-            settings = HttpSettings(**options)
-        elif options:
-            settings = dataclasses.replace(settings, **options)
-        return HttpApp(self, settings)
+class ServerConnection:
+    """One connection of a :class:`Server` (made by :meth:`Server.connection`, run by
+    :meth:`Server.connect`): its sans-IO ``session``, the :class:`Peer` speaking it over
+    the stream, its change ``feed`` (``None``: it takes no change notifications), and
+    what the client set (``logging/setLevel``)."""
 
-    def run_http(
+    def __init__(
         self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        settings: HttpSettings | None = None,
+        server: Server,
+        stream: MessageStream,
         *,
-        shutdown_grace: int = 2,
-        **options: Any,
+        linger: float = 5.0,
+        revisions: tuple[str, ...] | None = None,
+        changes: bool = True,
+        change_buffer: int | None = None,
     ) -> None:
-        """Serve :meth:`http_app` with uvicorn (``pip install mcpspec[http]``) on
-        ``host`` (loopback by default) and ``port`` until interrupted. On shutdown,
-        requests get ``shutdown_grace`` seconds to end: long-lived streams (``GET``,
-        ``subscriptions/listen``) never end by themselves."""
-        import uvicorn
-
-        uvicorn.run(
-            self.http_app(settings, **options),
-            host=host,
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=shutdown_grace,
-        )
-
-
-class _Connection:
-    """One connection of a :class:`Server`: its session, peer and state."""
-
-    def __init__(self, server: Server, session: ServerSession | None = None) -> None:
         self.server = server
-        self.session = session if session is not None else server.session()
-        self.peer: Peer[ServerSession] | None = None
-        self.feed: ChangeFeed | None = None
+        self.session: ServerSession = server.session(revisions)
+        self.peer: Peer[ServerSession] = Peer(
+            self.session,
+            stream,
+            request_handler=self.dispatch,
+            notification_handler=self.on_notification,
+            linger=linger,
+        )
+        self.feed: ChangeFeed | None = (
+            ChangeFeed(self.peer, buffer=change_buffer) if changes else None
+        )
         #: The rank of the level set by ``logging/setLevel`` (handshake revisions).
         self.log_threshold: int | None = None
+
+    async def wait_closed(self) -> None:
+        """Return when the stream has ended and the requests in flight are over."""
+        await self.peer.wait_closed()
 
     async def on_notification(self, event: NotificationReceived) -> None:
         fn = self.server._notification_handlers.get(event.method)
@@ -452,6 +477,17 @@ class _Connection:
         if method == "logging/setLevel" and server.logging:
             self.log_threshold = LEVELS.get(event.request.params.level)
             return session.types.EmptyResult()
+        if method in _NEEDS_FEED and (server.subscribe or server.list_changed) and feed is None:
+            # A connection that lasts one request (HTTP without sessions) has nowhere
+            # to deliver changes to.
+            raise RequestError.of(
+                ErrorCode.METHOD_NOT_FOUND,
+                data={
+                    "method": method,
+                    "reason": "change notifications need a connection that stays open "
+                    "(this server runs without sessions)",
+                },
+            )
         if method in ("resources/subscribe", "resources/unsubscribe") and server.subscribe:
             assert feed is not None
             uri = event.request.params.uri
@@ -461,16 +497,24 @@ class _Connection:
                 feed.unsubscribe(uri)
             return session.types.EmptyResult()
         if method == "subscriptions/listen" and (server.list_changed or server.subscribe):
-            assert feed is not None and self.peer is not None
+            assert feed is not None
             requested = msgspec.to_builtins(event.request.params.notifications)
             await feed.acknowledge(event.request_id, agreed_filter(requested, session.capabilities))
-            try:
-                # Open until the client cancels it or goes away.
-                await self.peer.wait_receiving_ended()
-            finally:
-                feed.listeners.pop(event.request_id, None)
-            return session.types.SubscriptionsListenResult()
+            # Open until the client cancels it or goes away, keeping only its id (not
+            # the request, whose _meta may be large).
+            return AnswerLater(self._listening(event.request_id))
         raise RequestError.method_not_found(method)
+
+    async def _listening(self, request_id: RequestId) -> Any:
+        """Keep the ``subscriptions/listen`` request ``request_id`` open until the
+        client cancels it or goes away; then its result."""
+        feed = self.feed
+        assert feed is not None
+        try:
+            await self.peer.wait_receiving_ended()
+        finally:
+            feed.listeners.pop(request_id, None)
+        return self.session.types.SubscriptionsListenResult()
 
     def _answers(
         self, event: RequestReceived, text: str

@@ -22,6 +22,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcpspec.runtime.connection import stdio_server_stream
+from mcpspec.runtime.connection.http import http_app
 from tests.check_servers.baseline import build_server
 from tests.check_servers.http_defects import HTTP_DEFECTS, Middleware
 from tests.check_servers.stdio_defects import STDIO_DEFECTS, Defect, FilteredStream
@@ -45,7 +46,7 @@ def serve_http(port: int, middleware: type[Middleware]) -> None:
     """Serve the app, wrapped in ``middleware``, with uvicorn on 127.0.0.1:``port``."""
     import uvicorn
 
-    app = middleware(build_server().http_app())
+    app = middleware(http_app(build_server()))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 

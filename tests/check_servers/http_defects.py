@@ -1,5 +1,5 @@
 """Defects of a Streamable HTTP server, each injected by an ASGI middleware around the
-baseline server's own app (``Server.http_app()``), which stays the baseline in
+baseline server's own app (``http_app(Server)``), which stays the baseline in
 everything else. Each defect's docstring says which check of ``mcpspec check`` must
 catch it, and where.
 """

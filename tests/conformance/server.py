@@ -16,6 +16,7 @@ if __package__ in (None, ""):
     # Run as a script: make ``tests.conformance`` importable.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from mcpspec.runtime.connection.http import http_app
 from tests.conformance.fixture import build_server
 
 
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     listener.bind((args.host, args.port))
     listener.listen(128)
     print(f"PORT {listener.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.http_app(), log_level="warning")
+    config = uvicorn.Config(http_app(server), log_level="warning")
     uvicorn.Server(config).run(sockets=[listener])
 
 

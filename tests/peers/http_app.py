@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from mcpspec.runtime.connection import Server
+from mcpspec.runtime.connection.http import http_app
 
 server = Server("http-app-fixture", "1.0")
 
@@ -16,4 +17,4 @@ async def pid() -> str:
     return str(os.getpid())
 
 
-app = server.http_app()
+app = http_app(server)

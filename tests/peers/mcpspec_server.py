@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from mcpspec.runtime.connection import RequestContext, RequestError, Server
+from mcpspec.runtime.connection.http import run_http
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -166,7 +167,7 @@ def main() -> None:
     options = parser.parse_args()
     revisions = options.revisions.split(",") if options.revisions else None
     if options.http is not None:
-        build(revisions).run_http(port=options.http)
+        run_http(build(revisions), port=options.http)
         return
     build(revisions).run(backend=options.backend, linger=options.linger)
     print("stdin closed: the server exits", file=sys.stderr)

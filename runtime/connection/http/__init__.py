@@ -1,7 +1,8 @@
 """mcpspec.runtime.connection.http: MCP over HTTP.
 
 The server side is a plain ASGI application (:class:`HttpApp`, made by
-:meth:`Server.http_app <mcpspec.runtime.connection.server.Server.http_app>`) serving
+:func:`http_app` from a :class:`~mcpspec.runtime.connection.server.Server`; served
+with uvicorn by :func:`run_http`) serving
 Streamable HTTP in every era (and, on request, the 2024-11-05 HTTP+SSE endpoints), with
 its behaviour in one :class:`HttpSettings` value. It needs nothing but anyio; running it
 needs an ASGI server (uvicorn: ``pip install mcpspec[http]``).
@@ -9,7 +10,7 @@ needs an ASGI server (uvicorn: ``pip install mcpspec[http]``).
 
 from __future__ import annotations
 
-from .app import HttpApp
+from .app import HttpApp, http_app, run_http
 from .events import EventStore, MemoryEventStore, StoredEvent
 from .settings import LOOPBACK_HOSTS, HttpSettings, TokenVerifier
 
@@ -21,4 +22,6 @@ __all__ = [
     "MemoryEventStore",
     "StoredEvent",
     "TokenVerifier",
+    "http_app",
+    "run_http",
 ]

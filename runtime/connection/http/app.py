@@ -30,6 +30,7 @@ request that needs it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Final
@@ -68,7 +69,7 @@ from .wire import (
 if TYPE_CHECKING:
     from ..server import Server
 
-__all__ = ["HttpApp"]
+__all__ = ["HttpApp", "http_app", "run_http"]
 
 logger = logging.getLogger("mcpspec.http")
 
@@ -76,8 +77,8 @@ logger = logging.getLogger("mcpspec.http")
 class HttpApp:
     """An ASGI application serving ``server`` over Streamable HTTP (see the module).
 
-    Build it with :meth:`Server.http_app <mcpspec.runtime.connection.server.Server.http_app>`.
-    ``settings`` (:class:`HttpSettings`) says how it behaves.
+    Build it with :func:`http_app`. ``settings`` (:class:`HttpSettings`) says how it
+    behaves.
     """
 
     def __init__(self, server: Server, settings: HttpSettings | None = None) -> None:
@@ -177,6 +178,14 @@ class HttpApp:
             return
         if kind != "http":
             return
+        try:
+            await self._http(scope, receive, send)
+        except (ClientGone, OSError) as exc:
+            _client_went(exc)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one HTTP request. ``ClientGone`` or ``OSError`` (from ``send``) come
+        out: the client went away."""
         path = route_path(scope)
         if path.rstrip("/") != self._endpoint or not path:
             if self._legacy is None:
@@ -185,8 +194,8 @@ class HttpApp:
             try:
                 if not await self._legacy.handle(path, scope, receive, send):
                     await respond(send, 404)
-            except ClientGone:
-                return
+            except (ClientGone, OSError):
+                raise
             except Exception:
                 # The token verifier failed, or a bug: as on the endpoint itself.
                 logger.exception("the HTTP app failed on %s %s", scope["method"], path)
@@ -217,8 +226,8 @@ class HttpApp:
                 await self.handshake.delete(headers, send)
             else:
                 await respond(send, 405, headers={"allow": self.allowed()})
-        except ClientGone:
-            return
+        except (ClientGone, OSError):
+            raise
         except Exception:
             # A bug: 500 while nothing was sent; after that, the response is cut short.
             logger.exception("the HTTP app failed on %s %s", method, path)
@@ -286,6 +295,50 @@ class HttpApp:
             await self.stateless.post(headers, body, peek, receive, send)
             return
         await self.handshake.post(headers, body, peek, send)
+
+
+def _client_went(exc: Exception) -> None:
+    """The client went away: before its body was read (:class:`ClientGone`), or while
+    its response was written (the ASGI server's ``send`` raises ``OSError`` then, as
+    the ASGI specification allows). Routine: a client may hang up at any time."""
+    logger.debug("the client went away: %r", exc)
+
+
+def http_app(server: Server, settings: HttpSettings | None = None, **options: Any) -> HttpApp:
+    """``server`` as an ASGI application speaking Streamable HTTP (every era it accepts)
+    at one endpoint, ``/mcp`` by default: run it under any ASGI server (``uvicorn``), or
+    mount it in a framework. ``settings`` (an :class:`HttpSettings`), or its fields as
+    keyword ``options``, say how it behaves; the defaults answer loopback hosts and
+    origins only."""
+    if settings is None:
+        settings = HttpSettings(**options)
+    elif options:
+        settings = dataclasses.replace(settings, **options)
+    return HttpApp(server, settings)
+
+
+def run_http(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    settings: HttpSettings | None = None,
+    *,
+    shutdown_grace: int = 2,
+    **options: Any,
+) -> None:
+    """Serve :func:`http_app` of ``server`` with uvicorn (``pip install mcpspec[http]``)
+    on ``host`` (loopback by default) and ``port`` until interrupted. On shutdown,
+    requests get ``shutdown_grace`` seconds to end: long-lived streams (``GET``,
+    ``subscriptions/listen``) never end by themselves."""
+    import uvicorn
+
+    uvicorn.run(
+        http_app(server, settings, **options),
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=shutdown_grace,
+    )
 
 
 #: How many passing header pairs an app remembers (of each kind).

@@ -25,9 +25,8 @@ from mcpspec.runtime.errors import ErrorCode, clip
 from mcpspec.runtime.events import RequestCancelled, RequestReceived
 from mcpspec.runtime.negotiation import is_stateless
 
-from ..changes import ChangeFeed
 from ..errors import RequestError
-from ..peer import HandedBack, Peer
+from ..peer import HandedBack
 from .asgi import Send, respond, start_response
 from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post, is_request
 from .security import Refusal, check_accept
@@ -213,9 +212,10 @@ class HandshakeEndpoint:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
             if inline:
-                # A handler that waits may be cancelled, or outlived by the session:
-                # its POST's stream is open (and known to the session) from then on.
-                events, answer = await peer.feed_request(body, on_wait=post.open)
+                # The handler may wait, be cancelled, or be outlived by the session: its
+                # POST's stream is open (and known to the session) while it runs.
+                post.open()
+                events, answer = await peer.feed_request(body)
             else:
                 channel = post.open()
                 events = await peer.feed(body)
@@ -258,31 +258,12 @@ class HandshakeEndpoint:
                         await session.end()
 
     async def _initialize(self, body: bytes, send: Send) -> None:
-        from ..server import _Connection
-
         session_id = new_id()
         session = HandshakeSession(
             session_id,
             queue_limit=self.app.settings.max_queued_messages,
             event_store=self.app.event_store,
         )
-        server = self.app.server
-        sans_io = server.session(self.app.handshake_revisions)
-        connection = _Connection(server, sans_io)
-        peer: Peer[Any] = Peer(
-            sans_io,
-            session.stream,
-            request_handler=connection.dispatch,
-            notification_handler=connection.on_notification,
-            linger=1.0,
-        )
-        connection.peer = peer
-        # Buffered: an announcer (another client's handler) only queues; the session's
-        # own task sends, and only it waits on a client that does not read.
-        feed = connection.feed = ChangeFeed(peer, buffer=self.app.settings.max_queued_messages)
-        feed.sends_now = lambda: (route := ROUTE.get()) is not None and route[0] is session.stream
-        session.peer = peer
-        session.connection = connection
         task_group = await self.app.tasks()
         await task_group.start(self._run_session, session)
         # The session is kept, and its id sent, only once initialize succeeded: a
@@ -304,22 +285,28 @@ class HandshakeEndpoint:
     async def _run_session(
         self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]
     ) -> None:
-        server = self.app.server
-        peer = session.peer
-        assert peer is not None
-        server._connections.add(session.connection)
-        feed = session.connection.feed
+        """Run the session's connection in the app's task group until it ends."""
         try:
-            async with peer, anyio.create_task_group() as pumping:
-                # A client more than max_queued_messages changes behind is not reading:
-                # its session ends (its next request is 404, and it starts over).
-                feed.on_overflow = pumping.cancel_scope.cancel
-                pumping.start_soon(feed.pump)
+            # Buffered: an announcer (another client's handler) only queues; the
+            # session's own task sends, and only it waits on a client that does not
+            # read. One more than max_queued_messages behind, the session ends (its
+            # next request is 404, and it starts over).
+            async with self.app.server.connect(
+                session.stream,
+                linger=1.0,
+                revisions=self.app.handshake_revisions,
+                change_buffer=self.app.settings.max_queued_messages,
+            ) as connection:
+                feed = connection.feed
+                assert feed is not None
+                feed.sends_now = lambda: (
+                    (route := ROUTE.get()) is not None and route[0] is session.stream
+                )
+                session.peer = connection.peer
+                session.connection = connection
                 task_status.started()
-                await peer.wait_closed()
-                pumping.cancel_scope.cancel()
+                await connection.wait_closed()
         finally:
-            server._connections.discard(session.connection)
             session.mark_closing()
             session.ended.set()
             with anyio.CancelScope(shield=True):
@@ -334,24 +321,18 @@ class HandshakeEndpoint:
     ) -> None:
         """A handshake-era POST without sessions: a connection of its own, primed as
         if ``initialize`` had named the ``MCP-Protocol-Version`` of the request."""
-        from ..server import _Connection
-
-        server = self.app.server
-        sans_io = server.session(self.app.handshake_revisions)
+        post = self._post(send, None, {})
+        # It lasts one request: it takes no change notifications.
+        connection = self.app.server.connection(
+            ChannelStream(post), revisions=self.app.handshake_revisions, changes=False
+        )
         if peek.method != "initialize":
             revision = version or "2025-03-26"
-            _prime(sans_io, revision, initialized=peek.method != "notifications/initialized")
-        post = self._post(send, None, {})
-        connection = _Connection(server, sans_io)
-        peer: Peer[Any] = Peer(
-            sans_io,
-            ChannelStream(post),
-            request_handler=connection.dispatch,
-            notification_handler=connection.on_notification,
-        )
-        connection.peer = peer
+            _prime(
+                connection.session, revision, initialized=peek.method != "notifications/initialized"
+            )
         try:
-            events, answer = await peer.feed_request(body)
+            events, answer = await connection.peer.feed_request(body)
             if answer is not None:
                 await post.answer(*answer)
             if not post.done:

@@ -173,13 +173,14 @@ class LegacySse:
                 task_group.start_soon(watch)
                 # The settings' handshake revisions only; a feed that never waits
                 # on a client that does not read (it is dropped instead).
-                await self.app.server._serve(
+                async with self.app.server.connect(
                     stream,
                     linger=1.0,
                     revisions=self.app.handshake_revisions,
-                    feed_buffer=self.app.settings.max_queued_messages,
+                    change_buffer=self.app.settings.max_queued_messages,
                     on_overflow=drop,
-                )
+                ) as connection:
+                    await connection.wait_closed()
                 task_group.cancel_scope.cancel()
             if dropped.is_set():
                 # The client stopped reading: end its stream if it takes the end soon.

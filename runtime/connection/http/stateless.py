@@ -16,7 +16,6 @@ more than ``max_queued_messages`` pile up is dropped: its stream ends.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,10 +26,9 @@ from mcpspec.runtime import mirror
 from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
 
-from ..changes import DROP_GRACE, ChangeFeed
-from ..handling import Handling, eager
+from ..changes import DROP_GRACE
+from ..handling import Handling
 from ..peer import Peer
-from ..pipes import running_asyncio_loop
 from .asgi import Receive, Send, client_gone, respond
 from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post
 from .sse import KEEPALIVE
@@ -49,65 +47,29 @@ class _StatelessConnection:
     """A connection of the server for 2026-07-28 POSTs: one at a time, each on its own
     channel."""
 
-    __slots__ = ("connection", "peer", "session", "stream")
+    __slots__ = ("connection", "peer", "stream")
 
-    def __init__(self, app: HttpApp, *, pooled: bool) -> None:
-        from ..server import _Connection
-
-        server = app.server
-        self.session = server.session(app.stateless_revisions)
+    def __init__(self, app: HttpApp, *, pooled: bool, listen: bool = False) -> None:
         # Reused from POST to POST: only the POST's own tasks may send on it.
         self.stream = ChannelStream(None, guarded=pooled)
-        self.connection = _Connection(server, self.session)
-        self.peer: Peer[Any] = Peer(
-            self.session,
+        # A listen request takes change notifications, buffered: an announcer only
+        # queues, and the request's own task sends.
+        self.connection = app.server.connection(
             self.stream,
-            request_handler=self.connection.dispatch,
-            notification_handler=self.connection.on_notification,
+            revisions=app.stateless_revisions,
+            changes=listen,
+            change_buffer=app.settings.max_queued_messages if listen else None,
         )
-        self.connection.peer = self.peer
+        self.peer: Peer[Any] = self.connection.peer
 
     def clean(self) -> bool:
         """Whether the last request left nothing behind (so the next may reuse it)."""
-        return self.session.idle and not self.peer.handling
-
-
-class _Watch:
-    """Watches for the client going away (then cancels ``handling``) from a task of its
-    own, started only if the handler waits: most answer without ever yielding, and a
-    task would cost more than they. Where handlers do not run eagerly (see
-    :func:`~..handling.eager`), the task starts on the event loop's next turn: never,
-    when the request is over before it."""
-
-    __slots__ = ("_handle", "_handling", "_loop", "_receive", "_task")
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, receive: Receive, handling: Handling
-    ) -> None:
-        self._loop = loop
-        self._receive = receive
-        self._handling = handling
-        self._task: asyncio.Task[None] | None = None
-        self._handle: asyncio.Handle | None = None
-        if eager():
-            handling.on_wait = self._start
-        else:
-            self._handle = loop.call_soon(self._start)
-
-    def _start(self) -> None:
-        self._task = self._loop.create_task(_cancel_on_disconnect(self._receive, self._handling))
-
-    def stop(self) -> None:
-        # The handling refers to this watch: let go, so that neither waits for the
-        # garbage collector.
-        self._handling.on_wait = None
-        if self._handle is not None:
-            self._handle.cancel()
-        if self._task is not None:
-            self._task.cancel()
+        return self.connection.session.idle and not self.peer.handling
 
 
 async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
+    """Cancel the request when its client goes away (2026-07-28: closing the stream is
+    cancelling)."""
     await client_gone(receive)
     handling.cancel()
 
@@ -170,57 +132,52 @@ class StatelessEndpoint:
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
-            pooled = _StatelessConnection(self.app, pooled=False)
+            pooled = _StatelessConnection(self.app, pooled=False, listen=True)
         else:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
         pooled.stream.post = post
         peer = pooled.peer
-        feed: ChangeFeed | None = None
-        if listen:
-            # Buffered: an announcer only queues, and this request's task sends.
-            feed = ChangeFeed(peer, buffer=self.app.settings.max_queued_messages)
-            pooled.connection.feed = feed
-            server._connections.add(pooled.connection)
+        feed = pooled.connection.feed
         events: list[Any] = []
         listening: anyio.CancelScope | None = None
         token = ROUTE.set((pooled.stream, post))
         try:
-            loop = running_asyncio_loop()
             if not is_request:
                 events = await peer.feed(body, inline=True)
-            elif loop is not None and not listen:
-                # The client closing the connection cancels the request.
-                handling = Handling(loop)
-                # A client that stopped reading: cancelled.
+            elif not listen:
+                # The handler runs in this task; the client closing the connection, or
+                # no longer reading, cancels it.
+                handling = Handling()
                 post.on_gone = handling.cancel
-                watch = _Watch(loop, receive, handling)
-                try:
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(_cancel_on_disconnect, receive, handling)
                     events, answer = await peer.feed_request(body, handling)
-                finally:
-                    watch.stop()
+                    watching.cancel_scope.cancel()
                 if answer is not None:
                     await post.answer(*answer)
                     if post.done:
                         return
             else:
+                assert feed is not None
                 channel = post.open()
-                async with anyio.create_task_group() as task_group:
-                    channel.on_gone = task_group.cancel_scope.cancel
-                    task_group.start_soon(self._watch, receive, channel, task_group.cancel_scope)
-                    if feed is not None:
+                with server.announcing(pooled.connection):
+                    async with anyio.create_task_group() as task_group:
+                        channel.on_gone = task_group.cancel_scope.cancel
+                        task_group.start_soon(
+                            self._watch, receive, channel, task_group.cancel_scope
+                        )
                         feed.on_overflow = task_group.cancel_scope.cancel
                         task_group.start_soon(feed.pump)
                         listening = task_group.cancel_scope
                         self._listening(listening)
-                    events = await peer.feed(body, inline=True)
-                    task_group.cancel_scope.cancel()
-                if feed is not None and feed.dropped:
+                        events = await peer.feed(body, inline=True)
+                        task_group.cancel_scope.cancel()
+                if feed.dropped:
                     return  # the client stopped reading: its stream ends below
             await settle(post.open(), events)
         finally:
             ROUTE.reset(token)
             if listen:
-                server._connections.discard(pooled.connection)
                 if listening is not None:
                     self._listeners.pop(listening, None)
             else:

@@ -45,9 +45,6 @@ def test_ping_then_a_stateless_request_leaves_the_server_running() -> None:
     assert check_stdio(Script((Write(both), Settle(), Close()))) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a request still running when stdin closes is never answered"
-)
 def test_a_question_pending_when_stdin_closes_is_answered() -> None:
     """A tool waiting on ``ctx.elicit`` when stdin closes: never answered, though
     -32603 is promised after ``linger``."""
@@ -55,9 +52,6 @@ def test_a_question_pending_when_stdin_closes_is_answered() -> None:
     assert check_stdio(Script((*steps, Close()))) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a peer's invalid request reusing its pending id ends this side's call"
-)
 def test_an_invalid_request_reusing_a_pending_id_leaves_the_servers_question_alone() -> None:
     """The client's call 1 waits on the server's question 1; the client sends an
     invalid request with id 1 (its own pending id), then answers question 1 well: the
@@ -115,7 +109,6 @@ def test_an_oversized_line_is_answered_with_every_request_slot_taken() -> None:
     assert check_stdio(Script(steps)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="resources/subscribe with sessions=False reaches an assert")
 def test_subscribe_on_an_app_without_sessions_is_no_assertion() -> None:
     """``resources/subscribe`` on an app with ``sessions=False``: -32603 from
     ``assert feed is not None`` and a logged traceback."""
@@ -140,7 +133,6 @@ def test_subscribe_on_an_app_without_sessions_is_no_assertion() -> None:
     assert check_asgi(exchange) == []
 
 
-@pytest.mark.xfail(strict=True, reason="OSError from send logged at ERROR")
 def test_send_raising_oserror_is_not_an_error_of_the_app() -> None:
     """The client is gone as the response's body is written (``send`` raises
     ``OSError``): logged at ERROR as 'the HTTP app failed' with a traceback, one record
@@ -149,7 +141,6 @@ def test_send_raising_oserror_is_not_an_error_of_the_app() -> None:
     assert check_asgi(exchange) == []
 
 
-@pytest.mark.xfail(strict=True, reason="OSError from send logged at ERROR")
 def test_send_raising_oserror_on_another_path_does_not_escape() -> None:
     """The same on a path the app does not serve (404): the ``OSError`` escapes the
     ASGI call, which the ASGI server logs at ERROR."""

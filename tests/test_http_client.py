@@ -1057,7 +1057,7 @@ async def test_each_transport_is_a_message_stream_of_its_own(era: str) -> None:
     """Each transport class, alone on a link of its own, carries a whole conversation of
     its era (the selector only picks among them)."""
     server = demo_server(Probe())
-    app = server.http_app(legacy_sse=True)
+    app = http_app(server, legacy_sse=True)
     async with serving(app) as base:
         link = ClientLink(
             f"{base}/mcp",

@@ -100,19 +100,6 @@ ViolationHandler = Callable[[ProtocolViolation], Awaitable[None] | None]
 #: Called with each progress notification of one request.
 ProgressCallback = Callable[[ProgressReceived], Awaitable[None] | None]
 
-#: Violations that name one of this side's requests without ending it.
-_NOT_AN_ANSWER: Final = frozenset(
-    {
-        Rule.DUPLICATE_REQUEST_ID,
-        Rule.PROGRESS_TOKEN_IN_USE,
-        Rule.PROGRESS_UNKNOWN_TOKEN,
-        Rule.PROGRESS_NOT_INCREASING,
-        Rule.PROGRESS_AFTER_COMPLETION,
-        Rule.LOG_LEVEL,
-    }
-)
-
-
 #: Seconds a handler cancelled as the connection ends has to end before the stream is
 #: closed under it (it is then stuck writing to a peer that does not read).
 STUCK_GRACE: Final = 1.0
@@ -671,11 +658,13 @@ class Peer(Generic[S]):
     async def _on_violation(self, event: ProtocolViolation) -> None:
         if event.response is not None:
             await self._answer(event.response)
-        elif event.rule not in _NOT_AN_ANSWER:
+        elif event.ends_request:
+            # An answer to one of this side's requests that breaks a rule: no other will
+            # come. (A violation of the peer's own request may carry the same id: the two
+            # directions' ids are separate namespaces.)
             request_id = event.request_id
-            waiter = self._waiters.get(request_id) if request_id is not None else None
-            if waiter is not None and event.method in (None, waiter.method):
-                del self._waiters[request_id]  # type: ignore[arg-type]
+            waiter = None if request_id is None else self._waiters.pop(request_id, None)
+            if waiter is not None:
                 waiter.settle(None, ResponseViolation(event))
         if self.violation_handler is not None:
             await self._guarded(self.violation_handler, event)

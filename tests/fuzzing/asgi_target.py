@@ -1,4 +1,4 @@
-"""Target: the ASGI app of the server (``server.http_app()``), called directly with
+"""Target: the ASGI app of the server (``http_app(server)``), called directly with
 scripted ``receive`` and ``send``, fed mutated HTTP requests.
 
 An input is an :class:`Exchange`: the app's settings (sessions on or off, JSON or SSE
@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from mcpspec.runtime.connection.http import HttpSettings
+from mcpspec.runtime.connection.http import HttpSettings, http_app
 
 from .conversation import (
     LIMIT,
@@ -423,13 +423,14 @@ async def run(exchange: Exchange) -> Run:
     """Run the exchange against a fresh app."""
     done = Run()
     server = fuzz_server()
-    app = server.http_app(
+    app = http_app(
+        server,
         HttpSettings(
             sessions=exchange.sessions,
             json_response=exchange.json_response,
             stall_seconds=1.0,
             keepalive_seconds=60,
-        )
+        ),
     )
     session: str | None = None
     try:

@@ -29,37 +29,10 @@ class KnownFault:
 
 KNOWN_FAULTS: tuple[KnownFault, ...] = (
     KnownFault(
-        "a request still running when stdin closes is never answered",
-        "A request whose handler is waiting on the client (ctx.elicit) is never answered "
-        "when stdin closes, though the README promises -32603 after linger",
-        lambda target, f: (
-            target == "stdio"
-            and f.kind == "a request was never answered"
-            and f.where.startswith("tools/call")
-        ),
-    ),
-    KnownFault(
-        "a peer's invalid request reusing its pending id ends this side's call",
-        "A peer's invalid request that reuses the id of one of its own unanswered requests "
-        "ends this side's pending call with the same id (ResponseViolation)",
-        lambda target, f: f.kind == "a question answered well ended in ResponseViolation",
-    ),
-    KnownFault(
         "memory out of proportion to bytes",
         "Memory out of proportion to bytes: a request decodes to about 25x its size, and "
         "what is kept for a long time keeps all of it",
         lambda target, f: f.kind == "memory out of proportion to input",
-    ),
-    KnownFault(
-        "resources/subscribe with sessions=False reaches an assert",
-        "resources/subscribe on an app with sessions=False reaches `assert feed is not None`",
-        lambda target, f: f.where.startswith("AssertionError") and "_built_in" in f.where,
-    ),
-    KnownFault(
-        "OSError from send logged at ERROR",
-        "A client that disconnects while its response is written (ASGI servers raise "
-        "OSError from send) is logged at ERROR as 'the HTTP app failed' with a traceback",
-        lambda target, f: target == "asgi" and f.where.startswith("OSError"),
     ),
     KnownFault(
         "an oversized line at max_requests_in_flight in 2026-07-28 goes unanswered",

@@ -487,13 +487,18 @@ class Peer(Generic[S]):
                 continue
             except ConnectionClosed as exc:
                 return str(exc) or "the stream ended"
-            try:
-                events = self.session.receive(data)
-            except Exception:  # a bug in the session: keep the connection
-                logger.exception("the session failed to read a message")
-                continue
-            for event in events:
-                await self._on_event(event)
+            await self._on_message(data)
+
+    async def _on_message(self, data: bytes) -> None:
+        """Act on one message the reader read. Its events live no longer than this call:
+        while the reader waits for the next message, only the handlers hold requests."""
+        try:
+            events = self.session.receive(data)
+        except Exception:  # a bug in the session: keep the connection
+            logger.exception("the session failed to read a message")
+            return
+        for event in events:
+            await self._on_event(event)
 
     async def feed(
         self, data: bytes, *, inline: bool = False, handling: Handling | None = None
@@ -687,10 +692,15 @@ class Peer(Generic[S]):
                 await self._on_event(event)
             return
         # The session learns that an unreadable message arrived (so that it owes the
-        # null-id answer) from a stand-in that is not a JSON-RPC message either.
-        owed = any(
-            isinstance(event, ProtocolViolation) and event.response is not None
-            for event in self.session.receive(b'"message too large"')
+        # null-id answer, or knows it may write one past its limits) from a stand-in that
+        # is not a JSON-RPC message either; its answer carries this error instead.
+        owed = next(
+            (
+                event.response
+                for event in self.session.receive(b'"message too large"')
+                if isinstance(event, ProtocolViolation) and event.response is not None
+            ),
+            None,
         )
         error = ErrorObject(
             code=int(ErrorCode.INVALID_REQUEST),
@@ -706,7 +716,7 @@ class Peer(Generic[S]):
         event = ProtocolViolation(
             rule=Rule.LIMIT_EXCEEDED,
             error=error,
-            response=ErrorResponse(id=None, error=error) if owed else None,
+            response=None if owed is None else msgspec.structs.replace(owed, error=error),
             reason=reason,
         )
         await self._on_violation(event)

@@ -1,11 +1,8 @@
-"""The faults of the connection layer already known (issue 35) and not yet fixed on
-this branch: the connection fuzz run tolerates these, and only these.
-
-Each entry matches the failures one known fault causes (by target, kind and where)
-and names the issue's bullet. Once the fixes are merged, empty the list (``KNOWN_FAULTS:
-tuple[KnownFault, ...] = ()``): the short run in ``tests/test_connection_fuzz.py`` then
-fails on any of them, and the regression tests in
-``tests/test_connection_fuzz_regressions.py`` lose their ``xfail`` marks.
+"""The faults of the connection layer known and not yet fixed: the connection fuzz run
+tolerates these, and only these (each entry matches the failures one fault causes, by
+target, kind and where, and says what the fault is). Empty: every fault the fuzzing has
+found is kept as a regression test in ``tests/test_connection_fuzz_regressions.py``
+(strict ``xfail`` while it is listed here); a new one fails the run with its reproducer.
 """
 
 from __future__ import annotations
@@ -29,19 +26,12 @@ class KnownFault:
 
 KNOWN_FAULTS: tuple[KnownFault, ...] = (
     KnownFault(
-        "memory out of proportion to bytes",
-        "Memory out of proportion to bytes: a request decodes to about 25x its size, and "
-        "what is kept for a long time keeps all of it",
+        "a request whose handler runs holds about 25x its size",
+        "Memory out of proportion to bytes: a request decodes to about 25x its size in "
+        "Python objects, and its handler holds all of it while it runs (bounded per "
+        "connection by max_requests_in_flight x the message limit; the open objects it only "
+        "carries, such as _meta, are not yet kept as raw JSON)",
         lambda target, f: f.kind == "memory out of proportion to input",
-    ),
-    KnownFault(
-        "an oversized line at max_requests_in_flight in 2026-07-28 goes unanswered",
-        "Found by this fuzzing, not in the issue: on a 2026-07-28 stdio connection with "
-        "max_requests_in_flight requests running, a line over the size limit is answered "
-        "-32600 with id null, which the session refuses (logged at ERROR, nothing written)",
-        lambda target, f: (
-            target == "stdio" and f.kind == "ERROR logged" and "refused by the session" in f.where
-        ),
     ),
 )
 

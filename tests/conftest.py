@@ -1,4 +1,5 @@
-"""Shared test setup: where the official schemas are, and the Hypothesis profiles."""
+"""Shared test setup: where the official schemas are, the Hypothesis profiles, and the
+anyio backends the async tests run on."""
 
 from __future__ import annotations
 
@@ -35,6 +36,29 @@ SCHEMAS_MISSING: str | None = (
         "<dir>/<revision>/schema.json, <dir>/2026-07-28/examples/<Type>/<name>.json)"
     )
 )
+
+#: The backends an async test runs on, unless its module narrows them with a module
+#: constant ``ANYIO_BACKENDS`` (saying why) or the test parametrizes ``anyio_backend``.
+ANYIO_BACKENDS = ("asyncio", "trio")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each async test once per backend: the one place that says which.
+
+    A parametrize mark, not ``metafunc.parametrize``: pytest then lets it override the
+    anyio plugin's own parametrized ``anyio_backend`` fixture, as a test's own mark does.
+    Put first, the backend leads the test's id."""
+    if "anyio_backend" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs["argnames"]
+        if isinstance(names, str):
+            names = [name.strip() for name in names.split(",")]
+        if "anyio_backend" in names:
+            return
+    backends = getattr(metafunc.module, "ANYIO_BACKENDS", ANYIO_BACKENDS)
+    metafunc.definition.add_marker(pytest.mark.parametrize("anyio_backend", backends), append=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 import anyio
-import pytest
 
 from mcpspec.runtime import ClientSession
 from mcpspec.runtime.connection import (
@@ -25,11 +24,6 @@ from mcpspec.runtime.connection import (
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 #: Generous bound on a whole test: only a hang reaches it (never a measure of speed).
 HANG_GUARD = 30
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @asynccontextmanager

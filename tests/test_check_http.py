@@ -41,9 +41,8 @@ STATELESS = "2026-07-28"
 GUARD = 20.0
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn runs on asyncio
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 from mcpspec.runtime import Limits, NotificationReceived
 from mcpspec.runtime.connection import Peer, RequestContext, RequestError, Server
 
-from .connection_kit import anyio_backend, connected, list_tools  # noqa: F401 - a fixture
+from .connection_kit import connected, list_tools
 
 pytestmark = pytest.mark.anyio
 

@@ -51,9 +51,7 @@ demo_info = {"name": "demo", "version": "1.0"}
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 class Probe:

@@ -57,9 +57,7 @@ INITIALIZE_RESULT = {
 Reply = Callable[[dict[str, Any], MessageStream], Awaitable[None]]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 def encode(message: dict[str, Any]) -> bytes:

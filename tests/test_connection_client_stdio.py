@@ -24,9 +24,7 @@ SERVER = Path(__file__).resolve().parent / "peers" / "mcpspec_server.py"
 GUARD = 30
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 async def elicit(params: Any, ctx: ServerRequestContext) -> Any:

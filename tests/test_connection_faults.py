@@ -23,7 +23,7 @@ from mcpspec.runtime.connection import (
     memory_pair,
 )
 
-from .connection_kit import HANG_GUARD, anyio_backend, call_tool  # noqa: F401
+from .connection_kit import HANG_GUARD, call_tool
 
 pytestmark = pytest.mark.anyio
 

@@ -14,11 +14,6 @@ from mcpspec.runtime.connection.handling import CANCELLED, Handling
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 async def _run_cancelled(handler: Callable[[anyio.Event], Awaitable[Any]]) -> Any:
     """Run ``handler(started)`` under a Handling that another task cancels once
     ``started`` is set; its outcome."""

@@ -44,9 +44,7 @@ SERVER = Path(__file__).parent / "peers" / "mcpspec_server.py"
 HANG_GUARD = 60
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 @pytest.fixture(params=["stdio", "http"])

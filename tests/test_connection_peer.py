@@ -27,7 +27,7 @@ from mcpspec.runtime.connection import (
     memory_pair,
 )
 
-from .connection_kit import HANG_GUARD, anyio_backend  # noqa: F401 - a fixture
+from .connection_kit import HANG_GUARD
 from .test_connection_server import Fixture
 
 pytestmark = pytest.mark.anyio

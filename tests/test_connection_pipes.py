@@ -19,7 +19,7 @@ from mcpspec.runtime.connection import ConnectionClosed, Peer, memory_pair, pipe
 from mcpspec.runtime.connection.pipes import FdReceiveStream, FdSendStream
 from mcpspec.runtime.events import RequestReceived
 
-from .connection_kit import HANG_GUARD, anyio_backend  # noqa: F401
+from .connection_kit import HANG_GUARD
 
 pytestmark = pytest.mark.anyio
 

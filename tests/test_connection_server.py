@@ -20,10 +20,9 @@ from mcpspec.runtime.connection import (
     memory_pair,
 )
 
-from .connection_kit import (  # noqa: F401 - anyio_backend is a fixture
+from .connection_kit import (
     HANG_GUARD,
     REVISIONS,
-    anyio_backend,
     call_tool,
     connected,
     list_tools,

@@ -25,7 +25,7 @@ from mcpspec.runtime.connection import (
 )
 from mcpspec.runtime.connection.stdio import EXIT_GRACE, STDERR_LINE_MAX
 
-from .connection_kit import HANG_GUARD, anyio_backend, call_tool, text_of  # noqa: F401
+from .connection_kit import HANG_GUARD, call_tool, text_of
 
 pytestmark = pytest.mark.anyio
 

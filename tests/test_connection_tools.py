@@ -10,8 +10,7 @@ import pytest
 
 from mcpspec.runtime.connection import RequestContext, RequestError, Server, Tool, ToolError
 
-from .connection_kit import (  # noqa: F401 - anyio_backend is a fixture
-    anyio_backend,
+from .connection_kit import (
     call_tool,
     connected,
     list_tools,

@@ -20,11 +20,6 @@ from mcpspec.runtime.connection import (
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 async def _framed(chunks: list[bytes], **options: int) -> NewlineFramedStream:
     """A framed stream whose peer wrote ``chunks`` and closed."""
     writer, reader = memory_byte_pipe()

@@ -33,9 +33,8 @@ META = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn runs on asyncio
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 def build_server() -> tuple[Server, dict[str, Any]]:

@@ -16,7 +16,7 @@ import pytest
 from mcpspec.runtime.connection import Server
 from mcpspec.runtime.connection.http import HttpApp, http_app
 
-from .connection_kit import HANG_GUARD, anyio_backend  # noqa: F401
+from .connection_kit import HANG_GUARD
 
 pytestmark = pytest.mark.anyio
 

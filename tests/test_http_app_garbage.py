@@ -19,7 +19,6 @@ import pytest
 from mcpspec.runtime.connection.http import HttpApp, http_app
 from tests.test_http_app import (
     ACCEPT,
-    anyio_backend,  # noqa: F401 - a fixture
     build_server,
     request,
     stateless_call,
@@ -27,6 +26,8 @@ from tests.test_http_app import (
 from tests.test_http_app_stateless import drive, encode, modern
 
 pytestmark = pytest.mark.anyio
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 #: Requests in each measured batch (after a warm-up batch of as many).
 BATCH = 50

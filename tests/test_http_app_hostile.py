@@ -23,7 +23,6 @@ from tests.http_kit import serve_app
 from tests.test_http_app import (
     ACCEPT,
     META,
-    anyio_backend,  # noqa: F401 - a fixture
     app_client,
     initialize,
     request,
@@ -31,6 +30,8 @@ from tests.test_http_app import (
 )
 
 pytestmark = pytest.mark.anyio
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 #: Arrays nested far past msgspec's depth limit: its decoders raise RecursionError.
 DEEP = "[" * 50_000 + "]" * 50_000

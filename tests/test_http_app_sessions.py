@@ -35,9 +35,7 @@ GUARD = 5
 JSON_TYPE = "application/json"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 class Exchange:

@@ -19,7 +19,6 @@ from mcpspec.runtime.connection import Server
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
 from tests.test_http_app import (
     META,
-    anyio_backend,  # noqa: F401 - a fixture
     build_server,
     request,
     sse_messages,
@@ -28,6 +27,8 @@ from tests.test_http_app import (
 )
 
 pytestmark = pytest.mark.anyio
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 #: Bounds a wait that only a hang (the bug under test) reaches.
 GUARD = 5.0

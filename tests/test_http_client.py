@@ -59,9 +59,8 @@ MODES = ("auto", "legacy", "2026-07-28", *HANDSHAKE)
 EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", **{m: m for m in MODES[2:]}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn serves on asyncio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 @asynccontextmanager

@@ -34,9 +34,7 @@ GUARD = 30.0
 URL = "http://127.0.0.1:8000/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 def build_app() -> HttpApp:

@@ -37,7 +37,6 @@ from tests.test_http_client import (
     LegacyServer,
     Scripted,
     Seen,
-    anyio_backend,  # noqa: F401 - a fixture
     initialize_result,
     result,
     serving,
@@ -46,6 +45,8 @@ from tests.test_http_client import (
 )
 
 pytestmark = pytest.mark.anyio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 @asynccontextmanager

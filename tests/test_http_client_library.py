@@ -17,12 +17,13 @@ from mcpspec.runtime.connection.http.library import library_of, timeout_of
 from tests.test_http_client import (
     GUARD,
     LegacyServer,
-    anyio_backend,  # noqa: F401 - a fixture
     breaking_stream,
     serving,
 )
 
 pytestmark = pytest.mark.anyio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 async def test_the_library_of_a_client() -> None:

@@ -40,9 +40,8 @@ TOKEN = "s3cret-token"
 ALLOWED_ORIGIN = "https://app.example.com"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn serves on asyncio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 
 # -- shared helpers ------------------------------------------------------------------------

@@ -34,9 +34,7 @@ LINGER = 0.05
 GUARD = 10.0
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ANYIO_BACKENDS = ("asyncio",)
 
 
 def build_server() -> Server:

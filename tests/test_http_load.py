@@ -28,7 +28,6 @@ from tests.test_http_contract import (
     JSON,
     REVISION,
     Watched,
-    anyio_backend,  # noqa: F401 - a fixture
     call_tool,
     initialize,
     rpc,
@@ -37,6 +36,8 @@ from tests.test_http_contract import (
 from tests.test_http_security import STATELESS, STATELESS_META
 
 pytestmark = pytest.mark.anyio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 CLIENTS = 50
 CALLS = int(os.environ.get("MCPSPEC_HTTP_LOAD_CALLS", "20"))

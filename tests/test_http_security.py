@@ -27,7 +27,6 @@ from tests.test_http_contract import (
     REVISION,
     SETTLE,
     Watched,
-    anyio_backend,  # noqa: F401 - a fixture
     call_tool,
     initialize,
     rpc,
@@ -35,6 +34,8 @@ from tests.test_http_contract import (
 )
 
 pytestmark = pytest.mark.anyio
+#: uvicorn serves on asyncio.
+ANYIO_BACKENDS = ("asyncio",)
 
 STATELESS = "2026-07-28"
 BASE_HEADERS = {"content-type": JSON, "accept": ACCEPT_BOTH}

@@ -9,8 +9,6 @@ saying why, only when a peer is absent.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -23,28 +21,22 @@ from mcpspec.check import Outcome, Report
 from mcpspec.check.http import HttpTarget
 from mcpspec.check.run import Options, check_server
 from mcpspec.check.stdio import StdioTarget
-from tests.test_http_client_interop import everything, sdk_server
+from tests.interop_kit import (
+    EVERYTHING,
+    NODE,
+    PEERS,
+    everything,
+    needs_everything,
+    needs_http_sdk,
+    needs_sdk,
+    sdk_server,
+)
 
 pytestmark = [pytest.mark.interop]
 
-PEERS = Path(__file__).resolve().parent / "peers"
-NODE = os.environ.get("MCPSPEC_NODE")
-EVERYTHING = os.environ.get("MCPSPEC_SERVER_EVERYTHING")
 HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 ALL = ("2026-07-28", *HANDSHAKE)
 
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None,
-    reason="the official Python SDK (mcp==2.3.0) is missing: run `nox -s interop`",
-)
-needs_http_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None,
-    reason="the official Python SDK (mcp==2.3.0) or uvicorn is missing: run `nox -s interop`",
-)
-needs_everything = pytest.mark.skipif(
-    not (NODE and EVERYTHING),
-    reason="MCPSPEC_NODE and MCPSPEC_SERVER_EVERYTHING are not set: run `nox -s interop`",
-)
 
 #: A (revision, check, outcome, where) row of a report's problems; ``where`` is a substring.
 Problem = tuple[str, str, str, str]

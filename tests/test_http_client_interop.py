@@ -10,158 +10,27 @@ saying why, only when a peer is absent.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
-
 import anyio
 import anyio.abc
 import pytest
 
-from mcpspec.runtime import ProtocolViolation
-from mcpspec.runtime.connection import Client, RequestError, RequestTimeout
-from mcpspec.runtime.connection.client import ServerRequestContext
+from mcpspec.runtime.connection import Client, RequestError
+from tests.interop_kit import (
+    GUARD,
+    Seen,
+    cancel_then_go_on,
+    everything,
+    needs_everything,
+    needs_http_sdk,
+    sdk_server,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.anyio]
 
-SDK_HTTP_SERVER = Path(__file__).resolve().parent / "peers" / "sdk_http_server.py"
-NODE = os.environ.get("MCPSPEC_NODE")
-EVERYTHING = os.environ.get("MCPSPEC_SERVER_EVERYTHING")
 HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-#: A hang guard for one whole scenario (never a timed assertion).
-GUARD = 60
-#: Seconds a server has to exit after SIGTERM before it is killed.
-STOP_GRACE = 3
-
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None,
-    reason="the official Python SDK (mcp==2.3.0) or uvicorn is missing: run `nox -s interop`",
-)
-needs_everything = pytest.mark.skipif(
-    not (NODE and EVERYTHING),
-    reason="MCPSPEC_NODE and MCPSPEC_SERVER_EVERYTHING are not set: run `nox -s interop`",
-)
 
 
 ANYIO_BACKENDS = ("asyncio",)
-
-
-class Seen:
-    """What reached the client's callbacks and handlers."""
-
-    def __init__(self) -> None:
-        self.logs: list[Any] = []
-        self.notifications: list[Any] = []
-        self.violations: list[ProtocolViolation] = []
-        self.asked: list[str] = []
-
-    async def elicit(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append(ctx.method)
-        return {"action": "accept", "content": {"name": "Ada", "check": True, "integer": 7}}
-
-    async def sample(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append(ctx.method)
-        t = ctx.types
-        return t.CreateMessageResult(
-            role="assistant", model="stub-model", content=t.TextContent(text="sampled!")
-        )
-
-    async def roots(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append(ctx.method)
-        return {"roots": [{"uri": "file:///interop", "name": "interop"}]}
-
-    def options(self, mode: str) -> dict[str, Any]:
-        return {
-            "mode": mode,
-            "elicitation": self.elicit,
-            "sampling": self.sample,
-            "roots": self.roots,
-            "on_log": self.logs.append,
-            "on_notification": self.notifications.append,
-            "on_violation": self.violations.append,
-            "open_timeout": GUARD,
-        }
-
-
-async def _drain(stream: anyio.abc.ByteReceiveStream) -> None:
-    """Read a server's log to its end (a full pipe would stop the server)."""
-    try:
-        async for _ in stream:
-            pass
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
-
-
-@asynccontextmanager
-async def launched(
-    command: list[str], env: dict[str, str] | None, ready: bytes
-) -> AsyncIterator[bytes]:
-    """Start a server; yield the line of its output that holds ``ready`` (once it is
-    there); stop the server on exit."""
-    process = await anyio.open_process(command, stderr=subprocess.STDOUT, env=env)
-    assert process.stdout is not None
-    try:
-        async with anyio.create_task_group() as task_group:
-            buffered = b""
-            with anyio.fail_after(GUARD):
-                while ready not in buffered or not buffered.endswith(b"\n"):
-                    buffered += await process.stdout.receive()
-            line = next(x for x in buffered.splitlines() if ready in x)
-            task_group.start_soon(_drain, process.stdout)
-            try:
-                yield line
-            finally:
-                task_group.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            # A server with connections still open may linger after SIGTERM.
-            process.terminate()
-            with anyio.move_on_after(STOP_GRACE):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-            await process.aclose()
-
-
-@asynccontextmanager
-async def sdk_server(*flags: str) -> AsyncIterator[str]:
-    """The SDK server over HTTP with ``flags``; yields its base URL."""
-    command = [sys.executable, str(SDK_HTTP_SERVER), *flags]
-    async with launched(command, None, b"port ") as line:
-        yield f"http://127.0.0.1:{int(line.split(b'port ')[1])}"
-
-
-def free_port() -> int:
-    """A port the OS says is free now (server-everything takes its port by number)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@asynccontextmanager
-async def everything(kind: str) -> AsyncIterator[str]:
-    """server-everything serving ``kind`` (``streamableHttp`` or ``sse``); yields its
-    base URL."""
-    assert NODE is not None and EVERYTHING is not None
-    port = free_port()
-    entry = str(Path(EVERYTHING) / "dist" / "index.js")
-    env = {**os.environ, "PORT": str(port)}
-    async with launched([NODE, entry, kind], env, str(port).encode()):
-        yield f"http://127.0.0.1:{port}"
-
-
-async def cancel_then_go_on(client: Client, tool: str, arguments: dict[str, Any]) -> None:
-    """A call that times out is cancelled; the connection goes on."""
-    with pytest.raises(RequestTimeout):
-        await client.call_tool(tool, arguments, timeout=0.2)
-    assert client.session.outstanding == frozenset()
 
 
 # -- the official Python SDK's server --------------------------------------------------------------
@@ -213,7 +82,7 @@ async def sdk_scenario(
     if expected >= "2025-06-18" and (back_channel or client.model == "stateless"):
         asked = await client.call_tool("ask")
         assert asked.text == "hello Ada"
-        assert "elicitation/create" in seen.asked
+        assert "elicitation/create" in seen.methods
     elif expected >= "2025-06-18":
         with pytest.raises(RequestError, match="no back-channel") as refused:
             await client.call_tool("ask")
@@ -222,7 +91,7 @@ async def sdk_scenario(
     assert (await client.call_tool("echo", {"text": "on"})).text == "on"
 
 
-@needs_sdk
+@needs_http_sdk
 @pytest.mark.parametrize("shape", list(SDK_SHAPES))
 @pytest.mark.parametrize("mode", ["auto", "legacy", "2026-07-28", *HANDSHAKE])
 async def test_sdk_streamable_http(shape: str, mode: str) -> None:
@@ -231,7 +100,7 @@ async def test_sdk_streamable_http(shape: str, mode: str) -> None:
     with anyio.fail_after(GUARD):
         async with (
             sdk_server(*SDK_SHAPES[shape]) as base,
-            Client.http(f"{base}/mcp", **seen.options(mode)) as client,
+            Client.http(f"{base}/mcp", **seen.options(mode, open_timeout=GUARD)) as client,
         ):
             assert client.transport.transport == "streamable"
             streaming = "json" not in shape
@@ -242,7 +111,7 @@ async def test_sdk_streamable_http(shape: str, mode: str) -> None:
     assert seen.violations == []
 
 
-@needs_sdk
+@needs_http_sdk
 @pytest.mark.parametrize("mode", ["auto", "legacy", *HANDSHAKE])
 async def test_sdk_http_sse(mode: str) -> None:
     seen = Seen()
@@ -250,7 +119,7 @@ async def test_sdk_http_sse(mode: str) -> None:
     with anyio.fail_after(GUARD):
         async with (
             sdk_server("--sse") as base,
-            Client.http(f"{base}/sse", **seen.options(mode)) as client,
+            Client.http(f"{base}/sse", **seen.options(mode, open_timeout=GUARD)) as client,
         ):
             assert client.transport.transport == "sse"
             await sdk_scenario(client, seen, expected, True, True)
@@ -292,7 +161,7 @@ async def everything_scenario(client: Client, seen: Seen, expected: str) -> None
         assert "Ada" in asked.text and not asked.is_error
     await cancel_then_go_on(client, "trigger-long-running-operation", {"duration": 30, "steps": 2})
     assert (await client.call_tool("echo", {"message": "on"})).text == "Echo: on"
-    assert {"sampling/createMessage", "roots/list"} <= set(seen.asked)
+    assert {"sampling/createMessage", "roots/list"} <= seen.methods
 
 
 @needs_everything
@@ -303,7 +172,7 @@ async def test_server_everything_streamable_http(mode: str) -> None:
     with anyio.fail_after(GUARD):
         async with (
             everything("streamableHttp") as base,
-            Client.http(f"{base}/mcp", **seen.options(mode)) as client,
+            Client.http(f"{base}/mcp", **seen.options(mode, open_timeout=GUARD)) as client,
         ):
             assert client.transport.transport == "streamable"
             assert client.transport.session_id is not None
@@ -319,7 +188,7 @@ async def test_server_everything_http_sse(path: str, mode: str) -> None:
     with anyio.fail_after(GUARD):
         async with (
             everything("sse") as base,
-            Client.http(base + path, **seen.options(mode)) as client,
+            Client.http(base + path, **seen.options(mode, open_timeout=GUARD)) as client,
         ):
             assert client.transport.transport == "sse"
             await everything_scenario(client, seen, expected)

@@ -10,85 +10,34 @@ MCPSPEC_NODE / MCPSPEC_SERVER_EVERYTHING not set.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 import mcpspec
-from mcpspec.runtime import CapabilityError, ProtocolViolation, Rule
-from mcpspec.runtime.connection import NegotiationRefused, RequestError, RequestTimeout
-from mcpspec.runtime.connection.client import Client, ServerRequestContext, prompt_ref
+from mcpspec.runtime import CapabilityError, Rule
+from mcpspec.runtime.connection import NegotiationRefused, RequestError
+from mcpspec.runtime.connection.client import Client, prompt_ref
+from tests.interop_kit import (
+    EVERYTHING,
+    GUARD,
+    NODE,
+    Seen,
+    cancel_then_go_on,
+    needs_everything,
+    needs_sdk,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.anyio]
 
 REVISIONS = mcpspec.REVISIONS
 HANDSHAKE = tuple(r for r in REVISIONS if r < "2026-07-28")
 SDK_SERVER = Path(__file__).resolve().parent / "peers" / "sdk_server.py"
-NODE = os.environ.get("MCPSPEC_NODE")
-EVERYTHING = os.environ.get("MCPSPEC_SERVER_EVERYTHING")
-#: A hang guard for one whole scenario (never a timed assertion).
-GUARD = 60
-
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None,
-    reason="the official Python SDK (mcp==2.3.0) is not installed: run `nox -s interop`",
-)
-needs_everything = pytest.mark.skipif(
-    not (NODE and EVERYTHING),
-    reason="MCPSPEC_NODE and MCPSPEC_SERVER_EVERYTHING are not set: run `nox -s interop`",
-)
 
 
 ANYIO_BACKENDS = ("asyncio",)
-
-
-class Seen:
-    """What reached the client's callbacks and handlers."""
-
-    def __init__(self) -> None:
-        self.logs: list[Any] = []
-        self.notifications: list[Any] = []
-        self.violations: list[ProtocolViolation] = []
-        self.asked: list[tuple[str, str]] = []
-
-    async def elicit(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append((ctx.method, ctx.revision))
-        return {"action": "accept", "content": {"name": "Ada", "check": True, "integer": 7}}
-
-    async def sample(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append((ctx.method, ctx.revision))
-        t = ctx.types
-        return t.CreateMessageResult(
-            role="assistant", model="stub-model", content=t.TextContent(text="sampled!")
-        )
-
-    async def roots(self, params: Any, ctx: ServerRequestContext) -> Any:
-        self.asked.append((ctx.method, ctx.revision))
-        return {"roots": [{"uri": "file:///interop", "name": "interop"}]}
-
-    def options(self, mode: str) -> dict[str, Any]:
-        return {
-            "mode": mode,
-            "elicitation": self.elicit,
-            "sampling": self.sample,
-            "roots": self.roots,
-            "on_log": self.logs.append,
-            "on_notification": self.notifications.append,
-            "on_violation": self.violations.append,
-            "stderr": "capture",
-        }
-
-
-async def cancel_then_go_on(client: Client, tool: str, arguments: dict[str, Any]) -> None:
-    """A call that times out is cancelled on the wire; the connection goes on."""
-    with pytest.raises(RequestTimeout):
-        await client.call_tool(tool, arguments, timeout=0.2)
-    assert client.session.outstanding == frozenset()
 
 
 # -- the official Python SDK's server --------------------------------------------------------------
@@ -100,7 +49,9 @@ async def test_sdk_server(mode: str) -> None:
     seen = Seen()
     expected = {"auto": "2026-07-28", "legacy": "2025-11-25"}.get(mode, mode)
     with anyio.fail_after(GUARD):
-        async with Client.stdio(sys.executable, [str(SDK_SERVER)], **seen.options(mode)) as client:
+        async with Client.stdio(
+            sys.executable, [str(SDK_SERVER)], **seen.options(mode, stderr="capture")
+        ) as client:
             # negotiation
             assert client.revision == expected
             assert client.server_info.name == "sdk-peer"
@@ -193,7 +144,9 @@ async def test_server_everything(mode: str) -> None:
     expected = {"auto": "2025-11-25", "legacy": "2025-11-25"}.get(mode, mode)
     entry = str(Path(EVERYTHING) / "dist" / "index.js")
     with anyio.fail_after(GUARD):
-        async with Client.stdio(NODE, [entry, "stdio"], **seen.options(mode)) as client:
+        async with Client.stdio(
+            NODE, [entry, "stdio"], **seen.options(mode, stderr="capture")
+        ) as client:
             # negotiation (auto: the probe is refused, initialize follows)
             assert client.revision == expected and client.model == "handshake"
             assert client.server_info.name == "mcp-servers/everything"
@@ -253,7 +206,7 @@ async def test_server_everything(mode: str) -> None:
                 client, "trigger-long-running-operation", {"duration": 30, "steps": 2}
             )
             assert (await client.call_tool("echo", {"message": "on"})).text == "Echo: on"
-    methods = {method for method, _ in seen.asked}
+    methods = seen.methods
     assert {"sampling/createMessage", "roots/list"} <= methods
     if expected < "2025-06-18":
         assert seen.violations == []

@@ -41,7 +41,7 @@ from mcpspec.check.validate import (
 )
 
 from .conftest import TRANSCRIPTS_DIR
-from .test_transcripts import OFF_REVISION, UNANSWERED
+from .transcript_kit import INIT, INIT_RESULT, INITIALIZED, OFF_REVISION, OPENING, UNANSWERED
 
 FILES = sorted(TRANSCRIPTS_DIR.glob("*/*.jsonl"))
 FAILED, WARNING, PASSED = Outcome.FAILED, Outcome.WARNING, Outcome.PASSED
@@ -187,28 +187,6 @@ def _shift(text: str) -> str:
 
 
 # -- hand-made recordings ----------------------------------------------------------------------
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "c", "version": "1"},
-    },
-}
-INIT_RESULT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-OPENING = [("client", INIT), ("server", INIT_RESULT), ("client", INITIALIZED)]
 
 
 def _transcript(tmp_path: Path, *messages: tuple[str, Any], header: bool = True) -> Path:

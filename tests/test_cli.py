@@ -19,7 +19,7 @@ from mcpspec.check.findings import broken
 from mcpspec.cli import main
 
 from .conftest import TRANSCRIPTS_DIR
-from .test_check_validate import OPENING
+from .transcript_kit import OPENING
 
 #: Runs mcpspec.cli.main(argv) where jinja2, httpx and anyio cannot be imported; prints
 #: the exit status and which of them (or of their importers) got imported.

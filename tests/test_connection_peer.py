@@ -27,8 +27,7 @@ from mcpspec.runtime.connection import (
     memory_pair,
 )
 
-from .connection_kit import HANG_GUARD
-from .test_connection_server import Fixture
+from .connection_kit import HANG_GUARD, Fixture
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,6 @@ from mcpspec.runtime import ClientSession, ProgressReceived, RequestReceived
 from mcpspec.runtime.connection import (
     NotificationHandler,
     Peer,
-    RequestContext,
     RequestError,
     RequestTimeout,
     Server,
@@ -23,6 +22,7 @@ from mcpspec.runtime.connection import (
 from .connection_kit import (
     HANG_GUARD,
     REVISIONS,
+    Fixture,
     call_tool,
     connected,
     list_tools,
@@ -32,88 +32,6 @@ from .connection_kit import (
 pytestmark = pytest.mark.anyio
 
 HANDSHAKE = REVISIONS[:-1]
-
-
-class Fixture:
-    """A server with one tool per behaviour under test, and the events its handlers
-    set."""
-
-    def __init__(self, **options: Any) -> None:
-        self.started = anyio.Event()
-        self.cancelled = anyio.Event()
-        self.release = anyio.Event()
-        self.rendezvous = anyio.Event()
-        self.roots_changed = anyio.Event()
-        self.server = server = Server("fixture", "1.0", **options)
-        server.add_handler("tools/list", self.list_tools)
-        server.add_handler("tools/call", self.call_tool)
-
-        @server.notification_handler("notifications/roots/list_changed")
-        async def roots_changed(notification: Any) -> None:
-            self.roots_changed.set()
-
-    async def list_tools(self, request: Any, ctx: RequestContext) -> Any:
-        return {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-
-    async def call_tool(self, request: Any, ctx: RequestContext) -> Any:
-        name = request.params.name
-        args = request.params.arguments or {}
-        t = ctx.types
-        if name == "echo":
-            return t.CallToolResult(content=[t.TextContent(text=str(args.get("message")))])
-        if name == "fail":
-            raise RuntimeError("on purpose")
-        if name == "refuse":
-            raise RequestError.of(-32000, "refused", data={"why": "on purpose"})
-        if name == "wrong_result":
-            return t.ListToolsResult(tools=[]) if not ctx.stateless else {"tools": 5}
-        if name == "progress":
-            for step in (1, 2, 3):
-                await ctx.report_progress(step, 3, f"step {step}")
-            return {"content": [{"type": "text", "text": "done"}]}
-        if name == "slow":
-            self.started.set()
-            try:
-                await anyio.sleep_forever()
-            except anyio.get_cancelled_exc_class():
-                assert ctx.cancelled
-                self.cancelled.set()
-                raise
-        if name == "held":
-            self.started.set()
-            await self.release.wait()
-            return {"content": [{"type": "text", "text": "released"}]}
-        if name == "first":
-            await self.rendezvous.wait()
-            return {"content": [{"type": "text", "text": "first"}]}
-        if name == "second":
-            self.rendezvous.set()
-            return {"content": [{"type": "text", "text": "second"}]}
-        if name == "log":
-            for level in ("debug", "info", "error"):
-                await ctx.log(level, {"level": level}, logger="fixture")
-            return {"content": []}
-        if name == "ask":
-            answers = []
-            for question in args.get("questions", ["name"]):
-                answer = await ctx.elicit(
-                    message=f"Your {question}?",
-                    requested_schema={"properties": {question: {"type": "string"}}},
-                    key=question if args.get("keyed") else None,
-                )
-                answers.append(answer.content[question])
-            return {"content": [{"type": "text", "text": " ".join(answers)}]}
-        if name == "changed":
-            await ctx.notify(t.ToolListChangedNotification())
-            return {"content": []}
-        if name == "roots":
-            roots = await ctx.list_roots()
-            return {"content": [{"type": "text", "text": roots.roots[0].uri}]}
-        if name == "sample":
-            message = {"role": "user", "content": {"type": "text", "text": "2+2?"}}
-            reply = await ctx.sample({"messages": [message], "maxTokens": 5})
-            return {"content": [{"type": "text", "text": reply.content.text}]}
-        raise RequestError.invalid_params(f"no tool {name}")
 
 
 async def answer_elicitation(event: RequestReceived, session: ClientSession) -> Any:

@@ -10,8 +10,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,129 +18,25 @@ import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import http_app
+from tests.http_app_kit import (
+    ACCEPT,
+    META,
+    STATELESS,
+    app_client,
+    build_server,
+    initialize,
+    request,
+    sse_messages,
+    stateless_call,
+    stateless_headers,
+)
 from tests.http_kit import free_port, serve_app, wait_listening
 
 pytestmark = pytest.mark.anyio
 
-ACCEPT = "application/json, text/event-stream"
-STATELESS = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": STATELESS,
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
 
 #: uvicorn runs on asyncio.
 ANYIO_BACKENDS = ("asyncio",)
-
-
-def build_server() -> tuple[Server, dict[str, Any]]:
-    server = Server("app-test", "1.0", list_changed=True)
-    seen: dict[str, Any] = {"cancelled": anyio.Event(), "release": anyio.Event()}
-
-    @server.tool()
-    async def echo(text: str) -> str:
-        """Echo the text."""
-        return text
-
-    @server.tool()
-    async def steps(count: int, ctx: RequestContext) -> str:
-        """Report progress ``count`` times, then answer."""
-        for step in range(count):
-            await ctx.report_progress(step + 1, count)
-        return f"{count} steps"
-
-    @server.tool()
-    async def hold(ctx: RequestContext) -> str:
-        """Report progress once, then wait for the test to release it."""
-        await ctx.report_progress(1, 2)
-        try:
-            await seen["release"].wait()
-        except anyio.get_cancelled_exc_class():
-            seen["cancelled"].set()
-            raise
-        return "released"
-
-    @server.tool()
-    async def touch() -> str:
-        """Announce that the tool list changed."""
-        await server.notify_tools_changed()
-        return "touched"
-
-    return server, seen
-
-
-def request(
-    method: str, params: dict[str, Any] | None = None, request_id: int = 1
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def stateless_call(name: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str, Any]:
-    return request(
-        "tools/call", {"name": name, "arguments": arguments, "_meta": dict(META)}, request_id
-    )
-
-
-def stateless_headers(method: str, name: str | None = None) -> dict[str, str]:
-    headers = {"accept": ACCEPT, "mcp-protocol-version": STATELESS, "mcp-method": method}
-    if name is not None:
-        headers["mcp-name"] = name
-    return headers
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    """The JSON messages of an SSE body (events with empty data skipped)."""
-    out = []
-    for block in text.split("\n\n"):
-        data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
-        if data and data[0]:
-            out.append(json.loads("\n".join(data)))
-    return out
-
-
-@asynccontextmanager
-async def app_client(
-    server: Server | None = None, **settings: Any
-) -> AsyncIterator[httpx.AsyncClient]:
-    if server is None:
-        server, _ = build_server()
-    async with (
-        serve_app(http_app(server, **settings)) as base,
-        httpx.AsyncClient(base_url=base, timeout=30) as client,
-    ):
-        yield client
-
-
-async def initialize(client: httpx.AsyncClient, version: str = "2025-11-25") -> dict[str, str]:
-    """Open a session; the headers every later request of it carries."""
-    response = await client.post(
-        "/mcp",
-        json=request(
-            "initialize",
-            {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        ),
-        headers={"accept": ACCEPT},
-    )
-    assert response.status_code == 200
-    assert response.json()["result"]["protocolVersion"] == version
-    headers = {"accept": ACCEPT, "mcp-protocol-version": version}
-    session_id = response.headers.get("mcp-session-id")
-    if session_id is not None:
-        headers["mcp-session-id"] = session_id
-    done = await client.post(
-        "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
-    )
-    assert done.status_code == 202 and done.content == b""
-    return headers
 
 
 # -- 2026-07-28 ----------------------------------------------------------------------------------

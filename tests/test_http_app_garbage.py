@@ -17,13 +17,7 @@ from typing import Any
 import pytest
 
 from mcpspec.runtime.connection.http import HttpApp, http_app
-from tests.test_http_app import (
-    ACCEPT,
-    build_server,
-    request,
-    stateless_call,
-)
-from tests.test_http_app_stateless import drive, encode, modern
+from tests.http_app_kit import ACCEPT, build_server, drive, encode, modern, request, stateless_call
 
 pytestmark = pytest.mark.anyio
 #: uvicorn runs on asyncio.

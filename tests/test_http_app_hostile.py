@@ -19,15 +19,8 @@ from httpx import ASGITransport, AsyncClient
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import asgi, http_app, legacy
 from mcpspec.runtime.connection.http.legacy import LegacyStream
+from tests.http_app_kit import ACCEPT, META, app_client, initialize, request, stateless_headers
 from tests.http_kit import serve_app
-from tests.test_http_app import (
-    ACCEPT,
-    META,
-    app_client,
-    initialize,
-    request,
-    stateless_headers,
-)
 
 pytestmark = pytest.mark.anyio
 #: uvicorn runs on asyncio.

@@ -26,7 +26,7 @@ from mcpspec.runtime.connection.http import events as events_module
 from mcpspec.runtime.connection.http import handshake as handshake_module
 from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http import sessions as sessions_module
-from tests.test_http_app import ACCEPT, build_server, request, sse_messages
+from tests.http_app_kit import ACCEPT, build_server, request, sse_messages
 
 pytestmark = pytest.mark.anyio
 

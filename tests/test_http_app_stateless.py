@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -17,13 +16,17 @@ import pytest
 from mcpspec.runtime import mirror
 from mcpspec.runtime.connection import Server
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
-from tests.test_http_app import (
+from tests.http_app_kit import (
     META,
+    OnChunk,
+    Reply,
     build_server,
+    drive,
+    encode,
+    modern,
     request,
     sse_messages,
     stateless_call,
-    stateless_headers,
 )
 
 pytestmark = pytest.mark.anyio
@@ -32,99 +35,6 @@ ANYIO_BACKENDS = ("asyncio",)
 
 #: Bounds a wait that only a hang (the bug under test) reaches.
 GUARD = 5.0
-
-OnChunk = Callable[[bytes], Awaitable[None]]
-
-
-class Reply:
-    """What the app sent for one request."""
-
-    def __init__(self) -> None:
-        self.status: int | None = None
-        self.headers: dict[str, str] = {}
-        self.chunks: list[bytes] = []
-        self.complete = False
-
-    @property
-    def body(self) -> bytes:
-        return b"".join(self.chunks)
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def messages(self) -> list[dict[str, Any]]:
-        return sse_messages(self.body.decode())
-
-
-async def drive(
-    app: HttpApp,
-    method: str,
-    path: str,
-    headers: dict[str, str],
-    chunks: list[bytes],
-    *,
-    query: bytes = b"",
-    gone: anyio.Event | None = None,
-    truncated: bool = False,
-    on_chunk: OnChunk | None = None,
-) -> Reply:
-    """Call ``app`` with one request as an ASGI server would: the body in ``chunks``
-    (``truncated``: the client hangs up before its end), then ``http.disconnect`` once
-    ``gone`` is set. ``on_chunk`` sees each body chunk sent, and may hold the send (a
-    client that stops reading)."""
-    reply = Reply()
-    pending = list(chunks)
-    gone = gone if gone is not None else anyio.Event()
-
-    async def receive() -> dict[str, Any]:
-        if pending:
-            chunk = pending.pop(0)
-            return {"type": "http.request", "body": chunk, "more_body": bool(pending) or truncated}
-        if not truncated:
-            await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        assert not reply.complete, f"a message after the response ended: {message}"
-        if message["type"] == "http.response.start":
-            reply.status = message["status"]
-            reply.headers = {k.decode(): v.decode() for k, v in message["headers"]}
-            return
-        chunk = message.get("body", b"")
-        reply.chunks.append(chunk)
-        reply.complete = not message.get("more_body", False)
-        if on_chunk is not None:
-            await on_chunk(chunk)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": query,
-        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    await app(scope, receive, send)
-    return reply
-
-
-def modern(method: str, name: str | None = None) -> dict[str, str]:
-    """The headers of a 2026-07-28 POST."""
-    return {
-        **stateless_headers(method, name),
-        "host": "127.0.0.1:8000",
-        "content-type": "application/json",
-    }
-
-
-def encode(message: Any) -> bytes:
-    return json.dumps(message).encode()
 
 
 def listen_body(request_id: str, kinds: tuple[str, ...] = ("tools",)) -> bytes:

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from mcpspec.runtime.connection import Client, Server, errors
 from mcpspec.runtime.connection.http import HttpApp, http_app
 from mcpspec.runtime.connection.http.client import HttpClientStream
-from tests.test_http_app import sse_messages
-from tests.test_http_fuzz import json_values
+from tests.http_app_kit import json_values, sse_messages
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, STEP, decoded_chunks
 from mcpspec.runtime.mirror import param_headers
-from tests.test_http_client import (
+from tests.http_client_kit import (
     GUARD,
     LegacyServer,
     Scripted,

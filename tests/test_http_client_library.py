@@ -14,12 +14,7 @@ import pytest
 
 from mcpspec.runtime.connection import Client, NegotiationRefused
 from mcpspec.runtime.connection.http.library import library_of, timeout_of
-from tests.test_http_client import (
-    GUARD,
-    LegacyServer,
-    breaking_stream,
-    serving,
-)
+from tests.http_client_kit import GUARD, LegacyServer, breaking_stream, serving
 
 pytestmark = pytest.mark.anyio
 #: uvicorn serves on asyncio.

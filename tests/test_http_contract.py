@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -21,21 +21,21 @@ import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import HttpSettings, http_app
-from tests.http_kit import serve_app
+from tests.http_kit import (
+    ACCEPT_BOTH,
+    GUARD,
+    JSON,
+    REVISION,
+    SETTLE,
+    Watched,
+    call_tool,
+    initialize,
+    rpc,
+    serving,
+)
 
 pytestmark = pytest.mark.anyio
 
-#: A hang guard for waits on things the test itself causes (never a timed assertion).
-GUARD = 20
-#: How long uvicorn lets requests still open run when a test ends: a request the app
-#: never ends must not hang the suite (the test has failed by then).
-SHUTDOWN_GRACE = 3
-#: How long the app gets to do what the test waits for once nothing else stands in
-#: its way (a bound on a wait that should take milliseconds, not a timed assertion).
-SETTLE = 5
-REVISION = "2025-11-25"
-JSON = "application/json"
-ACCEPT_BOTH = "application/json, text/event-stream"
 TOKEN = "s3cret-token"
 ALLOWED_ORIGIN = "https://app.example.com"
 
@@ -45,71 +45,6 @@ ANYIO_BACKENDS = ("asyncio",)
 
 
 # -- shared helpers ------------------------------------------------------------------------
-
-
-@dataclass
-class Watched:
-    """An ASGI wrapper around the app under test that records what a client cannot
-    see: exceptions escaping the app, the statuses the app itself sent, and the body
-    bytes it pulled through ``receive``."""
-
-    app: Any
-    escaped: list[BaseException] = field(default_factory=list)
-    statuses: list[int] = field(default_factory=list)
-    body_bytes_read: int = 0
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        async def counting_receive() -> Any:
-            message = await receive()
-            if message.get("type") == "http.request":
-                self.body_bytes_read += len(message.get("body", b""))
-            return message
-
-        async def recording_send(message: Any) -> None:
-            if message.get("type") == "http.response.start":
-                self.statuses.append(int(message["status"]))
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, recording_send)
-        except Exception as exc:
-            self.escaped.append(exc)
-            raise
-
-
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` under uvicorn in this process; yields its base URL."""
-    async with serve_app(app, timeout_graceful_shutdown=SHUTDOWN_GRACE) as base:
-        yield base
-
-
-def rpc(request_id: int | str | None, method: str, params: Any = None) -> dict[str, Any]:
-    """A JSON-RPC request (or a notification when ``request_id`` is ``None``)."""
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if request_id is not None:
-        message["id"] = request_id
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def initialize(request_id: int | str = 0, version: str = REVISION) -> dict[str, Any]:
-    """An ``initialize`` request asking for ``version``."""
-    return rpc(
-        request_id,
-        "initialize",
-        {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "raw-http-test", "version": "1"},
-        },
-    )
-
-
-def call_tool(request_id: int | str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A ``tools/call`` request."""
-    return rpc(request_id, "tools/call", {"name": name, "arguments": arguments})
 
 
 def fixture_server() -> Server:

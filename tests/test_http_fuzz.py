@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import HttpApp, http_app
-from tests.test_http_app import ACCEPT, META, STATELESS, sse_messages
+from tests.http_app_kit import ACCEPT, META, STATELESS, json_values, sse_messages
 
 pytestmark = pytest.mark.anyio
 
@@ -263,18 +263,6 @@ def usually(value: str | None, *others: str | None) -> st.SearchStrategy[str | N
     rarely = st.one_of(st.sampled_from(others), header_text) if others else header_text
     return rare().flatmap(lambda hostile: rarely if hostile else st.just(value))
 
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 
 #: Each method the fuzzed client calls, with params it might carry (valid or nearly).
 PARAMS: dict[str, list[dict[str, Any]]] = {

@@ -23,17 +23,18 @@ import pytest
 
 from mcpspec.runtime.connection import Server
 from mcpspec.runtime.connection.http import HttpApp, MemoryEventStore, http_app
-from tests.test_http_contract import (
+from tests.http_kit import (
     ACCEPT_BOTH,
     JSON,
     REVISION,
+    STATELESS,
+    STATELESS_META,
     Watched,
     call_tool,
     initialize,
     rpc,
     serving,
 )
-from tests.test_http_security import STATELESS, STATELESS_META
 
 pytestmark = pytest.mark.anyio
 #: uvicorn serves on asyncio.

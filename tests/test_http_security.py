@@ -20,12 +20,14 @@ import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import HttpSettings, http_app
-from tests.test_http_contract import (
+from tests.http_kit import (
     ACCEPT_BOTH,
     GUARD,
     JSON,
     REVISION,
     SETTLE,
+    STATELESS,
+    STATELESS_META,
     Watched,
     call_tool,
     initialize,
@@ -37,14 +39,7 @@ pytestmark = pytest.mark.anyio
 #: uvicorn serves on asyncio.
 ANYIO_BACKENDS = ("asyncio",)
 
-STATELESS = "2026-07-28"
 BASE_HEADERS = {"content-type": JSON, "accept": ACCEPT_BOTH}
-#: The ``_meta`` every 2026-07-28 request carries.
-STATELESS_META = {
-    "io.modelcontextprotocol/protocolVersion": STATELESS,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "raw-http-test", "version": "1"},
-}
 
 
 class Probe:

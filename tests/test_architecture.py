@@ -148,3 +148,36 @@ def test_the_package_has_no_import_cycle() -> None:
 def test_the_server_does_not_import_http() -> None:
     reached = _graph()["mcpspec.runtime.connection.server"]
     assert sorted(t for t in reached if t.startswith("mcpspec.runtime.connection.http")) == []
+
+
+def _test_modules_imported(path: Path) -> set[str]:
+    """The ``tests/test_*`` modules the test file at ``path`` imports, by stem."""
+    reached: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            dotted = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative to the tests package (or a folder inside it)
+                base = f"tests.{base}" if base else "tests"
+            dotted = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in dotted:
+            parts = name.split(".")
+            if parts[0] == "tests" and len(parts) > 1 and parts[-1].startswith("test_"):
+                reached.add(parts[-1])
+    return reached
+
+
+def test_test_modules_do_not_import_each_other() -> None:
+    """Shared helpers live in the kits (``tests/*_kit.py``); a test module imports none
+    of the others, so each can change, move or go without breaking another."""
+    tests = ROOT / "tests"
+    assert _test_modules_imported(tests / "test_architecture.py") == set()
+    imports = {
+        path.name: sorted(_test_modules_imported(path))
+        for path in sorted(tests.rglob("*.py"))
+        if path.name != Path(__file__).name
+    }
+    assert {name: reached for name, reached in imports.items() if reached} == {}

@@ -67,11 +67,18 @@ class _StatelessConnection:
         return self.connection.session.idle and not self.peer.handling
 
 
-async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
+async def _cancel_on_disconnect(
+    receive: Receive, handling: Handling, watching: anyio.CancelScope
+) -> None:
     """Cancel the request when its client goes away (2026-07-28: closing the stream is
-    cancelling)."""
-    await client_gone(receive)
-    handling.cancel()
+    cancelling), until ``watching`` is cancelled (the request was answered).
+
+    The watch ends in its own scope rather than by cancelling its task: an asyncio task
+    that ends cancelled keeps its exception in a reference cycle with its frames, left
+    for the garbage collector once per POST."""
+    with watching:
+        await client_gone(receive)
+        handling.cancel()
 
 
 class StatelessEndpoint:
@@ -149,10 +156,13 @@ class StatelessEndpoint:
                 # no longer reading, cancels it.
                 handling = Handling()
                 post.on_gone = handling.cancel
-                async with anyio.create_task_group() as watching:
-                    watching.start_soon(_cancel_on_disconnect, receive, handling)
-                    events, answer = await peer.feed_request(body, handling)
-                    watching.cancel_scope.cancel()
+                watching = anyio.CancelScope()
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(_cancel_on_disconnect, receive, handling, watching)
+                    try:
+                        events, answer = await peer.feed_request(body, handling)
+                    finally:
+                        watching.cancel()
                 if answer is not None:
                     await post.answer(*answer)
                     if post.done:

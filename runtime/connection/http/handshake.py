@@ -2,7 +2,7 @@
 
 ``initialize`` makes a session (:mod:`.sessions`) whose connection lives in the app's
 task group; each later POST names it by ``Mcp-Session-Id`` and is fed to that
-connection with the POST's channel as the route of what answers it (:mod:`.routing`).
+connection with the POST as the route of what is about its requests (:mod:`.routing`).
 ``GET`` opens the session's standalone stream, or resumes a broken stream from
 ``Last-Event-ID``; ``DELETE`` ends the session. Without sessions, each POST gets a
 connection of its own, primed as if ``initialize`` had named the request's
@@ -22,13 +22,13 @@ import msgspec
 
 from mcpspec.runtime.envelope import RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
-from mcpspec.runtime.events import RequestCancelled, RequestReceived
+from mcpspec.runtime.events import RequestCancelled
 from mcpspec.runtime.negotiation import is_stateless
 
 from ..errors import RequestError
 from ..peer import HandedBack
 from .asgi import Send, respond, start_response
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post, is_request
+from .routing import ChannelTerms, Post, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -116,7 +116,7 @@ class HandshakeEndpoint:
             return bad_request(send, "the session is initialized already")
         if version is None and settings.require_protocol_version:
             return bad_request(send, "MCP-Protocol-Version is required")
-        carried = peek.id if peek.method is not None else None
+        carried = peek.id if peek.is_request else None
         return self._feed_session(session, body, send, {}, not peek.batch, carried)
 
     async def _session_not_found(self, session_id: str, send: Send) -> None:
@@ -197,17 +197,20 @@ class HandshakeEndpoint:
         carried: RequestId | None = None,
         admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
     ) -> None:
-        """Feed a POST's body to ``session`` with the POST's channel as the route of
-        what answers it; ``inline``: the body is one message, not a batch. ``admit``
-        (``initialize``) sees the handed-back answer before it is sent and says whether
-        the session is kept; a session not kept ends once the response is over."""
+        """Feed a POST's body to ``session`` with the POST as the route of what is about
+        its requests (until it ends); ``inline``: the body is one message (``carried``:
+        its request's id), not a batch. ``admit`` (``initialize``) sees the
+        handed-back answer before it is sent and says whether the session is kept; a
+        session not kept ends once the response is over."""
         peer = session.peer
         assert peer is not None
         post = self._post(send, session, headers, carried)
-        owners = session.stream.owners
-        token = ROUTE.set((session.stream, post))
+        stream = session.stream
+        # A batch's reply goes to this POST whichever task flushes it.
+        keys = [carried, None] if inline and carried is not None else request_keys(body)
+        shadowed = stream.open_route(post, keys)
         answer = None
-        members: list[RequestId] | tuple[()] = ()
+        admitted = False
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
@@ -217,22 +220,13 @@ class HandshakeEndpoint:
                 post.open()
                 events, answer = await peer.feed_request(body)
             else:
-                channel = post.open()
+                post.open()
                 events = await peer.feed(body)
-                # The batch's reply goes to this POST whichever task flushes it.
-                members = [e.request_id for e in events if isinstance(e, RequestReceived)]
-                for request_id in members:
-                    owners[request_id] = channel
-        finally:
-            ROUTE.reset(token)
-        admitted = False
-        try:
             if admit is not None:
                 admitted = await admit(answer)
             if answer is not None:
                 await post.answer(*answer)
-            if owners:
-                await _cancel_members(owners, events)
+            await _cancel_members(stream, events)
             if not post.done:
                 channel = post.open()
                 await settle(channel, events)
@@ -242,12 +236,10 @@ class HandshakeEndpoint:
             # Else the handler is over: answered, or cancelled (then the channel
             # answers the POST with a stream that ends at once).
         finally:
+            stream.close_route(post, shadowed)
             opened = post.channel
             if opened is not None:
                 session.live.pop(opened.stream_id, None)
-                for request_id in members:
-                    if owners.get(request_id) is opened:
-                        del owners[request_id]
             # Idle time counts from the end of the session's last POST.
             session.last_active = time.monotonic()
             if not post.done or (admit is not None and not admitted):
@@ -297,11 +289,6 @@ class HandshakeEndpoint:
                 revisions=self.app.handshake_revisions,
                 change_buffer=self.app.settings.max_queued_messages,
             ) as connection:
-                feed = connection.feed
-                assert feed is not None
-                feed.sends_now = lambda: (
-                    (route := ROUTE.get()) is not None and route[0] is session.stream
-                )
                 session.peer = connection.peer
                 session.connection = connection
                 task_status.started()
@@ -322,9 +309,12 @@ class HandshakeEndpoint:
         """A handshake-era POST without sessions: a connection of its own, primed as
         if ``initialize`` had named the ``MCP-Protocol-Version`` of the request."""
         post = self._post(send, None, {})
-        # It lasts one request: it takes no change notifications.
+        # It lasts one request: it takes no change notifications, and it has no
+        # standalone stream for what is about no request of its POST.
+        stream = PostStream(None)
+        stream.open_route(post, request_keys(body))
         connection = self.app.server.connection(
-            ChannelStream(post), revisions=self.app.handshake_revisions, changes=False
+            stream, revisions=self.app.handshake_revisions, changes=False
         )
         if peek.method != "initialize":
             revision = version or "2025-03-26"
@@ -504,14 +494,14 @@ def _prime(session: Any, revision: str, *, initialized: bool) -> None:
         session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
 
-async def _cancel_members(owners: dict[RequestId, Channel], events: list[Any]) -> None:
+async def _cancel_members(stream: PostStream, events: list[Any]) -> None:
     """Tell the batch POSTs whose requests the client cancelled (``events`` of a body
     carrying ``notifications/cancelled``) that nothing will answer those."""
     for event in events:
         if isinstance(event, RequestCancelled):
-            channel = owners.get(event.request_id)
-            if channel is not None:
-                await channel.drop(event.request_id)
+            post = stream.post_of(event.request_id)
+            if post is not None and post.channel is not None:
+                await post.channel.drop(event.request_id)
 
 
 async def _undeliverable(data: bytes) -> None:

@@ -6,17 +6,27 @@ carried the request it is about: the request's answer, and (as the era allows) t
 progress, log messages and server requests its handler sends meanwhile. Messages about
 no request go to the session's standalone ``GET`` stream.
 
-The theory of operation: the app feeds a POST's body to the connection's
-:class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST:
-the session's stream and the POST's :class:`Post`. A context variable set in a task
-is copied into every task that task starts, so the handlers of the POST's requests, and
-everything they send, see the same route; the :class:`SessionStream` the peer writes to
-reads it on every ``send``, and takes its POST's channel when it is its own session's. A
-connection that carries one POST at a time (:class:`ChannelStream`) holds that POST
-itself, and, when it is reused from POST to POST, takes messages only from senders
-that :data:`ROUTE` says are the POST's.
-Nothing is parsed to route a message but the two members that tell a response from the
-rest (``id``, ``method``).
+The theory of operation: what a message is about is said, never guessed from where it
+is sent. A response is about the request it answers (its id). Any other message is
+about the request its sender names: the peer's ``send``, ``notify`` and ``request``
+take a ``related_request_id`` and hand it to the stream's ``send``; a handler's
+:class:`~mcpspec.runtime.connection.context.RequestContext` names its own request
+while it runs (and none once it was answered: a task the handler left behind sends
+about no request). A change announced to a session is about no request (up to
+2025-11-25) or about the ``subscriptions/listen`` request it is delivered to
+(2026-07-28).
+
+Every server connection over HTTP writes to a :class:`PostStream`. The app feeds a
+POST's body to the connection's :class:`~mcpspec.runtime.connection.peer.Peer`
+having opened the POST's routes on the stream: the ids of the requests the body
+carries, and the null id (for the answer to a body that could not be read), each
+leading to the POST's :class:`Post` until the POST ends. The stream sends a message to
+the POST its id or its relation leads to; a message about no request (or a request no
+longer open) goes to the session's standalone stream, or, where there is none
+(2026-07-28, a POST without sessions), cannot be sent. A 2026-07-28 connection, reused
+from POST to POST, so never carries a message of one POST's handler on another's
+response, even when both requests have the same id. Nothing is parsed to route a
+message but the two members that tell a response from the rest (``id``, ``method``).
 
 Most POSTs carry one request whose handler answers at once, sending nothing else and
 never waiting: the answer is the whole response, written as JSON by the POST's
@@ -35,7 +45,6 @@ it. The writes happen in the task that sends the message, under the channel's lo
 from __future__ import annotations
 
 import collections
-import contextvars
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -51,27 +60,19 @@ from .asgi import Send, start_response
 from .sse import SSE_HEADERS, encode_event
 
 __all__ = [
-    "ROUTE",
     "Answer",
     "Channel",
-    "ChannelStream",
     "ChannelTerms",
     "Divert",
     "Post",
-    "SessionStream",
+    "PostStream",
+    "RouteKey",
     "answers_in",
     "is_request",
+    "request_keys",
 ]
 
 logger = logging.getLogger("mcpspec.http")
-
-#: The POST whose messages the current task sends: the session's stream and the POST
-#: (``None``: the standalone stream). A stream takes the POST's channel only when it
-#: is its own: a handler may send on another session's stream (a change announced to
-#: every client), and that message leaves on the other session's standalone stream.
-ROUTE: contextvars.ContextVar[tuple[SessionStream, Post] | None] = contextvars.ContextVar(
-    "mcpspec_http_route", default=None
-)
 
 
 class _ErrorCode(msgspec.Struct):
@@ -357,12 +358,12 @@ class Channel:
 
     # -- what the session's sends do ----------------------------------------------------------
 
-    async def put(self, data: bytes) -> None:
-        """Take one message of the server about this POST."""
+    async def put(self, data: bytes, answers: list[Answer] | None) -> None:
+        """Take one message of the server about this POST (``answers``: the responses
+        it holds, as :func:`answers_in` reads them; ``None``: it is no response)."""
         if self.done:
-            await self._after_done(data)
+            await self._after_done(data, answers)
             return
-        answers = answers_in(data)
         async with self._lock:
             if answers is not None:
                 await self._take(data)
@@ -382,10 +383,10 @@ class Channel:
             else:
                 await self._elsewhere(data)
 
-    async def _after_done(self, data: bytes) -> None:
+    async def _after_done(self, data: bytes, answers: list[Answer] | None) -> None:
         """A message about this POST once its response ended: a request or notification
         goes elsewhere; a response is dropped (no other stream may carry it)."""
-        if answers_in(data) is None:
+        if answers is None:
             await self._elsewhere(data)
         else:
             logger.debug("a response for a POST whose response ended is dropped")
@@ -404,7 +405,7 @@ class Channel:
             or self._lock.held
             or self._expected is not None
         ):
-            await self.put(data)
+            await self.put(data, answers_in(data))
             return
         # Done from here: what the session sends meanwhile goes elsewhere, as it would
         # once the response was sent.
@@ -598,8 +599,9 @@ Opener = Callable[["Post"], Channel]
 
 
 class Post:
-    """One POST, as :data:`ROUTE` names it: its ASGI ``send``, how it may answer
-    (``terms``, ``headers``, ``carried``: as :class:`Channel` takes them), and its
+    """One POST, where the routes of a :class:`PostStream` lead: its ASGI ``send``,
+    how it may answer (``terms``, ``headers``, ``carried``: as :class:`Channel` takes
+    them), and its
     :class:`Channel` once one is made (:meth:`open`; ``opener`` makes it, else a plain
     one). ``on_gone`` is handed to the channel. A POST whose only request is answered
     before anything else happened needs no channel: :meth:`answer` writes the answer
@@ -675,48 +677,102 @@ class Post:
         return self._answered or (channel is not None and channel.done)
 
 
-class SessionStream:
-    """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a
-    connection whose messages arrive as POST bodies (fed to its peer directly) and
-    leave on the response of the POST they are about (:data:`ROUTE`), or through
-    ``standalone`` when they are about none. ``receive`` only waits for the end."""
+#: What a POST is found by among the routes of a stream: the id of one of its
+#: requests, or ``None`` for the responses with a null id (a body that could not be
+#: read is answered so).
+RouteKey = RequestId | None
+
+
+class PostStream:
+    """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a server
+    connection over Streamable HTTP: its messages arrive as POST bodies (fed to its
+    peer directly) and leave on the response of the POST they are about (its
+    :class:`Post`), else through ``standalone`` (a handshake session's ``GET``
+    stream; ``None``: there is none, and such a message cannot be sent).
+
+    A POST takes its routes for as long as it is open (:meth:`open_route`): the ids of
+    the requests its body carries, and the null id. A response goes to the POST of
+    the request it answers; any other message to the POST of the request it relates
+    to (``related_request_id``), or, relating to none (or to one no longer open),
+    through ``standalone``. ``receive`` only waits for the end.
+    """
+
+    __slots__ = ("_closed", "_routes", "_standalone")
 
     _completes_sends = True
 
-    def __init__(self, standalone: Divert) -> None:
+    def __init__(self, standalone: Divert | None) -> None:
         self._standalone = standalone
         self._closed = anyio.Event()
-        #: The channel of each request of a batch in flight, by id: the batch's reply
-        #: may be flushed from another POST's task (a sibling's cancellation).
-        self.owners: dict[RequestId, Channel] = {}
+        #: The POST of each request in flight (and of the null id), by key.
+        self._routes: dict[RouteKey, Post] = {}
+
+    def open_route(
+        self, post: Post, keys: Iterable[RouteKey]
+    ) -> list[tuple[RouteKey, Post | None]]:
+        """Send what is about ``keys`` to ``post`` until :meth:`close_route`; returns
+        the keys taken, with the POST each was taken from (to hand back to it).
+
+        A request id another open POST holds stays that POST's: a client reusing the id
+        of a request in flight is refused by the session, which writes nothing about
+        the reused id, and the first request's messages must not follow the second.
+        The null id is the newest POST's: the session answers a body it cannot read
+        while it is fed, and the POST that carried it is the one fed last."""
+        routes = self._routes
+        taken: list[tuple[RouteKey, Post | None]] = []
+        for key in keys:
+            holder = routes.get(key)
+            if key is not None and holder is not None and not holder.done:
+                continue
+            taken.append((key, holder))
+            routes[key] = post
+        return taken
+
+    def close_route(self, post: Post, taken: list[tuple[RouteKey, Post | None]]) -> None:
+        """``post`` ended: what is about the keys it took has no POST any more (or, for
+        the null id taken from another POST still open, that one's again)."""
+        routes = self._routes
+        for key, previous in taken:
+            if routes.get(key) is post:
+                if previous is None or previous.done:
+                    del routes[key]
+                else:
+                    routes[key] = previous
+
+    def post_of(self, request_id: RequestId) -> Post | None:
+        """The open POST that carried the request ``request_id``, if any."""
+        return self._routes.get(request_id)
 
     async def receive(self) -> bytes:
         await self._closed.wait()
         raise ConnectionClosed("the HTTP session ended")
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP session ended")
-        channel = self._owner(data) if self.owners else None
-        if channel is None:
-            route = ROUTE.get()
-            if route is not None and route[0] is self:
-                channel = route[1].open()
-        if channel is not None:
-            await channel.put(data)
-        else:
-            await self._standalone(data)
-
-    def _owner(self, data: bytes) -> Channel | None:
-        """The channel of the batch a response answers (``None``: not such a one)."""
         answers = answers_in(data)
-        if answers is None:
-            return None
+        if answers is not None:
+            post = self._answered_post(answers)
+            if post is None:
+                logger.debug("a response whose request has no open POST is dropped")
+                return
+            await post.open().put(data, answers)
+            return
+        post = None if related_request_id is None else self._routes.get(related_request_id)
+        if post is not None:
+            await post.open().put(data, answers)
+        elif self._standalone is not None:
+            await self._standalone(data)
+        else:
+            raise ConnectionClosed("the request ended: no stream can carry this message")
+
+    def _answered_post(self, answers: list[Answer]) -> Post | None:
+        """The POST of the requests a response (or a batch's reply) answers."""
+        routes = self._routes
         for answer in answers:
-            if answer.request_id is not None:
-                channel = self.owners.get(answer.request_id)
-                if channel is not None:
-                    return channel
+            post = routes.get(answer.request_id)
+            if post is not None:
+                return post
         return None
 
     async def aclose(self) -> None:
@@ -727,33 +783,40 @@ class SessionStream:
         return self._closed.is_set()
 
 
-class ChannelStream(SessionStream):
-    """The message stream of a connection whose every message is about the one POST
-    it carries now (2026-07-28, or a handshake-era POST without sessions).
-
-    Any task may send on it, unless it is ``guarded``: then only the POST's own task
-    and the tasks started from it (:data:`ROUTE` names the POST there). A guarded
-    connection carries one POST after another, and a task that a handler left behind,
-    still sending once its request ended, must find it closed rather than write on
-    the response of whichever request, of whichever client, has it by then.
-    """
-
-    def __init__(self, post: Post | None, *, guarded: bool = False) -> None:
-        super().__init__(_no_standalone)
-        #: The POST whose messages it carries now (``None`` between POSTs).
-        self.post = post
-        self._guarded = guarded
-
-    async def send(self, data: bytes) -> None:
-        post = self.post
-        if self.closed or post is None:
-            raise ConnectionClosed("the request ended")
-        if self._guarded:
-            route = ROUTE.get()
-            if route is None or route[1] is not post:
-                raise ConnectionClosed("the request ended")
-        await post.open().put(data)
+def request_keys(data: bytes) -> list[RouteKey]:
+    """The route keys of a POST body: the ids of the messages it carries that are no
+    responses (requests, and what may be answered as one that is broken), read from a
+    batch member by member (one that is not an object has none), and ``None``."""
+    try:
+        members = _MEMBERS.decode(data) if data.lstrip()[:1] == b"[" else [msgspec.Raw(data)]
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return [None]
+    keys: list[RouteKey] = []
+    for member in members:
+        try:
+            kind = _MEMBER.decode(member)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            continue
+        request_id = kind.id
+        is_response = kind.method is None and (kind.result is not None or kind.error is not None)
+        if (
+            isinstance(request_id, (int, str))
+            and not isinstance(request_id, bool)
+            and not is_response
+        ):
+            keys.append(request_id)
+    keys.append(None)
+    return keys
 
 
-async def _no_standalone(data: bytes) -> None:
-    raise ConnectionClosed("this connection has no standalone stream")
+class _Member(msgspec.Struct):
+    """What tells a message that is no response, and its id (the rest left unread)."""
+
+    id: Any = None
+    method: Any = None
+    result: msgspec.Raw | None = None
+    error: msgspec.Raw | None = None
+
+
+_MEMBER: Final = msgspec.json.Decoder(_Member)
+_MEMBERS: Final = msgspec.json.Decoder(list[msgspec.Raw])

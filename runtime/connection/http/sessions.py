@@ -25,7 +25,7 @@ import anyio
 
 from ..peer import Peer
 from .events import EventStore
-from .routing import Channel, ChannelTerms, Post, SessionStream
+from .routing import Channel, ChannelTerms, Post, PostStream
 from .sse import encode_event
 
 __all__ = ["HandshakeSession", "SessionTable", "new_id"]
@@ -50,7 +50,7 @@ class HandshakeSession:
     ) -> None:
         self.id = session_id
         self.last_active = time.monotonic()
-        self.stream = SessionStream(self.to_standalone)
+        self.stream = PostStream(self.to_standalone)
         #: Set by the app once the connection is made.
         self.peer: Peer[Any] | None = None
         self.connection: Any = None

@@ -5,10 +5,11 @@ request is handled in the POST's own task by a connection of the server made for
 one taken from a small pool when the last request of that connection left nothing
 behind, since building a session costs more than handling an echo. The answer is JSON,
 or an SSE stream when progress or log messages come before it (:mod:`.routing`); the
-client closing the connection cancels the handler. A pooled connection takes messages
-only from the task of the POST it carries and the tasks started from it: a task a
-handler left behind finds the connection closed once its request ended, even when it
-carries another client's POST by then. ``subscriptions/listen`` keeps its stream open,
+client closing the connection cancels the handler. A pooled connection carries only
+messages about the request of the POST it carries now (:mod:`.routing`): a task a
+handler left behind sends about no request once its request ended, and finds no
+stream to send on, even when the connection carries another client's POST by then
+(whose request may have the same id). ``subscriptions/listen`` keeps its stream open,
 with keep-alive comments, until the client goes away; the changes announced meanwhile
 are queued for it (the announcer never waits on a listener), and a listener that lets
 more than ``max_queued_messages`` pile up is dropped: its stream ends.
@@ -30,7 +31,7 @@ from ..changes import DROP_GRACE
 from ..handling import Handling
 from ..peer import Peer
 from .asgi import Receive, Send, client_gone, respond
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post
+from .routing import Channel, ChannelTerms, Post, PostStream, RouteKey, request_keys
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -49,9 +50,10 @@ class _StatelessConnection:
 
     __slots__ = ("connection", "peer", "stream")
 
-    def __init__(self, app: HttpApp, *, pooled: bool, listen: bool = False) -> None:
-        # Reused from POST to POST: only the POST's own tasks may send on it.
-        self.stream = ChannelStream(None, guarded=pooled)
+    def __init__(self, app: HttpApp, *, listen: bool = False) -> None:
+        # Reused from POST to POST: what is about no request of the POST it carries
+        # now has no stream (there is no standalone stream in 2026-07-28).
+        self.stream = PostStream(None)
         # A listen request takes change notifications, buffered: an announcer only
         # queues, and the request's own task sends.
         self.connection = app.server.connection(
@@ -139,15 +141,15 @@ class StatelessEndpoint:
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
-            pooled = _StatelessConnection(self.app, pooled=False, listen=True)
+            pooled = _StatelessConnection(self.app, listen=True)
         else:
-            pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
-        pooled.stream.post = post
+            pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app)
+        keys: list[RouteKey] = [peek.id, None] if is_request else request_keys(body)
+        shadowed = pooled.stream.open_route(post, keys)
         peer = pooled.peer
         feed = pooled.connection.feed
         events: list[Any] = []
         listening: anyio.CancelScope | None = None
-        token = ROUTE.set((pooled.stream, post))
         try:
             if not is_request:
                 events = await peer.feed(body, inline=True)
@@ -186,14 +188,12 @@ class StatelessEndpoint:
                     return  # the client stopped reading: its stream ends below
             await settle(post.open(), events)
         finally:
-            ROUTE.reset(token)
+            pooled.stream.close_route(post, shadowed)
             if listen:
                 if listening is not None:
                     self._listeners.pop(listening, None)
-            else:
-                pooled.stream.post = None
-                if pooled.clean() and len(self._idle) < _POOL_SIZE:
-                    self._idle.append(pooled)
+            elif pooled.clean() and len(self._idle) < _POOL_SIZE:
+                self._idle.append(pooled)
             if not post.done:
                 # A listener's client may have stopped reading: its stream gets a
                 # moment to end, and is left as it is after that.

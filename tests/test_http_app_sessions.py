@@ -365,13 +365,13 @@ async def test_a_request_answered_at_once_leaves_no_stream_and_one_that_waits_do
         session = app.sessions.get(headers["mcp-session-id"])
         assert session is not None
         made: list[Any] = []
-        original = session.open_channel
+        original = session.note_channel
 
-        def spy(post: Any) -> Any:
-            made.append(channel := original(post))
-            return channel
+        def spy(channel: Any) -> None:
+            made.append(channel)
+            original(channel)
 
-        session.open_channel = spy  # type: ignore[method-assign]
+        session.note_channel = spy  # type: ignore[method-assign]
         quick = await start(tg, app, "POST", headers, call("echo", 8, text="q")).done()
         assert quick.status == 200 and quick.content_type == JSON_TYPE
         assert quick.json()["result"]["content"][0]["text"] == "q"

@@ -28,7 +28,7 @@ from mcpspec.runtime.negotiation import is_stateless
 from ..errors import RequestError
 from ..peer import HandedBack
 from .asgi import Send, respond, start_response
-from .routing import ChannelTerms, Post, PostStream, is_request, request_keys
+from .routing import Channel, ChannelTerms, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -152,22 +152,24 @@ class HandshakeEndpoint:
             methods.append("DELETE")
         return ", ".join(methods)
 
-    def _post(
+    def _channel(
         self,
         send: Send,
         session: HandshakeSession | None,
         headers: dict[str, str],
         carried: RequestId | None = None,
-    ) -> Post:
+    ) -> Channel:
+        """The channel of a POST (``session``: of that session; ``None``: a POST
+        without sessions)."""
         if session is None:
-            return Post(send, self._sessionless, headers, carried)
+            return Channel(send, self._sessionless, headers, carried)
         terms = session.channel_terms
         if terms is None:
             terms = self._terms_of(session)
             # Kept once the revision is known: it decides the priming event.
             if session.revision is not None:
                 session.channel_terms = terms
-        return Post(send, terms, headers, carried, session.open_channel)
+        return Channel(send, terms, headers, carried, session.note_channel)
 
     def _terms_of(self, session: HandshakeSession | None) -> ChannelTerms:
         """How the POSTs of ``session`` (``None``: of a server without sessions) are
@@ -204,11 +206,11 @@ class HandshakeEndpoint:
         session not kept ends once the response is over."""
         peer = session.peer
         assert peer is not None
-        post = self._post(send, session, headers, carried)
+        channel = self._channel(send, session, headers, carried)
         stream = session.stream
         # A batch's reply goes to this POST whichever task flushes it.
         keys = [carried, None] if inline and carried is not None else request_keys(body)
-        shadowed = stream.open_route(post, keys)
+        shadowed = stream.open_route(channel, keys)
         answer = None
         admitted = False
         try:
@@ -217,35 +219,33 @@ class HandshakeEndpoint:
             if inline:
                 # The handler may wait, be cancelled, or be outlived by the session: its
                 # POST's stream is open (and known to the session) while it runs.
-                post.open()
+                channel.open()
                 events, answer = await peer.feed_request(body)
             else:
-                post.open()
+                channel.open()
                 events = await peer.feed(body)
             if admit is not None:
                 admitted = await admit(answer)
             if answer is not None:
-                await post.answer(*answer)
+                await channel.answer(*answer)
             await _cancel_members(stream, events)
-            if not post.done:
-                channel = post.open()
-                await settle(channel, events)
+            if not channel.done:
+                await settle(channel.open(), events)
                 if not inline:
                     # Until its requests are answered; a session that ends closes it.
                     await channel.hold_open()
             # Else the handler is over: answered, or cancelled (then the channel
             # answers the POST with a stream that ends at once).
         finally:
-            stream.close_route(post, shadowed)
-            opened = post.channel
-            if opened is not None:
-                session.live.pop(opened.stream_id, None)
+            stream.close_route(channel, shadowed)
+            if channel.opened:
+                session.live.pop(channel.stream_id, None)
             # Idle time counts from the end of the session's last POST.
             session.last_active = time.monotonic()
-            if not post.done or (admit is not None and not admitted):
+            if not channel.done or (admit is not None and not admitted):
                 with anyio.CancelScope(shield=True):
-                    if not post.done:
-                        await post.open().close()
+                    if not channel.done:
+                        await channel.open().close()
                     if admit is not None and not admitted:
                         await session.end()
 
@@ -308,11 +308,11 @@ class HandshakeEndpoint:
     ) -> None:
         """A handshake-era POST without sessions: a connection of its own, primed as
         if ``initialize`` had named the ``MCP-Protocol-Version`` of the request."""
-        post = self._post(send, None, {})
+        channel = self._channel(send, None, {})
         # It lasts one request: it takes no change notifications, and it has no
         # standalone stream for what is about no request of its POST.
         stream = PostStream(None)
-        stream.open_route(post, request_keys(body))
+        stream.open_route(channel, request_keys(body))
         connection = self.app.server.connection(
             stream, revisions=self.app.handshake_revisions, changes=False
         )
@@ -324,13 +324,13 @@ class HandshakeEndpoint:
         try:
             events, answer = await connection.peer.feed_request(body)
             if answer is not None:
-                await post.answer(*answer)
-            if not post.done:
-                await settle(post.open(), events)
+                await channel.answer(*answer)
+            if not channel.done:
+                await settle(channel.open(), events)
         finally:
-            if not post.done:
+            if not channel.done:
                 with anyio.CancelScope(shield=True):
-                    await post.open().close()
+                    await channel.open().close()
 
     def _session_of(
         self, headers: dict[str, str]
@@ -499,9 +499,9 @@ async def _cancel_members(stream: PostStream, events: list[Any]) -> None:
     carrying ``notifications/cancelled``) that nothing will answer those."""
     for event in events:
         if isinstance(event, RequestCancelled):
-            post = stream.post_of(event.request_id)
-            if post is not None and post.channel is not None:
-                await post.channel.drop(event.request_id)
+            channel = stream.channel_of(event.request_id)
+            if channel is not None and channel.opened:
+                await channel.drop(event.request_id)
 
 
 async def _undeliverable(data: bytes) -> None:

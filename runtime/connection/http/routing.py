@@ -20,7 +20,7 @@ Every server connection over HTTP writes to a :class:`PostStream`. The app feeds
 POST's body to the connection's :class:`~mcpspec.runtime.connection.peer.Peer`
 having opened the POST's routes on the stream: the ids of the requests the body
 carries, and the null id (for the answer to a body that could not be read), each
-leading to the POST's :class:`Post` until the POST ends. The stream sends a message to
+leading to the POST's :class:`Channel` until the POST ends. The stream sends a message to
 the POST its id or its relation leads to; a message about no request (or a request no
 longer open) goes to the session's standalone stream, or, where there is none
 (2026-07-28, a POST without sessions), cannot be sent. A 2026-07-28 connection, reused
@@ -29,11 +29,11 @@ response, even when both requests have the same id. Nothing is parsed to route a
 message but the two members that tell a response from the rest (``id``, ``method``).
 
 Most POSTs carry one request whose handler answers at once, sending nothing else and
-never waiting: the answer is the whole response, written as JSON by the POST's
-:class:`Post` itself. The POST's :class:`Channel`, with what it takes to carry more
-(a stream, a lock, the session's record of open streams), is made only when more
-comes: a message sent while the request runs, the handler's first wait, a body that
-is no single request.
+never waiting: the answer is the whole response, written as JSON at once. A POST's
+:class:`Channel` is opened, and noted by its session among its open streams (for a
+``GET`` resuming one, for a session ending under it), only when more may come: a
+message sent while the request runs, a handler that may wait, a body that is no
+single request.
 
 A :class:`Channel` answers its POST lazily, without a task of its own: the first
 message decides. A response that completes the POST is sent as ``application/json``;
@@ -64,7 +64,6 @@ __all__ = [
     "Channel",
     "ChannelTerms",
     "Divert",
-    "Post",
     "PostStream",
     "RouteKey",
     "answers_in",
@@ -222,13 +221,19 @@ class ChannelTerms:
 
 
 class Channel:
-    """The response of one POST: the messages about its requests.
+    """The response of one POST: the messages about its requests, where the routes of a
+    :class:`PostStream` lead.
 
     ``send`` is the ASGI send of the POST; ``terms`` (:class:`ChannelTerms`) how it
-    may answer. ``stream_id`` names its SSE stream within the session; ``headers`` are
-    the caller's extra response headers (its dict itself: it may add one until the
-    response starts). ``carried`` is the id of the POST's only request, when the app
-    knows it before the body is fed (so that a session ending under it answers it).
+    may answer. ``headers`` are the caller's extra response headers (its dict itself:
+    it may add one until the response starts). ``carried`` is the id of the POST's only
+    request, when the app knows it before the body is fed (so that a session ending
+    under it answers it). ``on_open`` is called when the channel is opened
+    (:meth:`open`): a session notes it among its open streams, naming its SSE stream
+    (``stream_id``).
+
+    A POST whose only request is answered before anything else happened is never
+    opened: :meth:`answer` writes the answer as the whole JSON response.
 
     A POST that carried a request never gets ``202``: a request the session ended under
     is answered with an error; one the client cancelled is answered by an SSE stream
@@ -244,6 +249,7 @@ class Channel:
         "_headers",
         "_held",
         "_lock",
+        "_on_open",
         "_send",
         "_terms",
         "carried",
@@ -252,6 +258,7 @@ class Channel:
         "gone",
         "mode",
         "on_gone",
+        "opened",
         "status",
         "stream_id",
     )
@@ -260,13 +267,17 @@ class Channel:
         self,
         send: Send,
         terms: ChannelTerms,
-        stream_id: str = "",
         headers: dict[str, str] | None = None,
         carried: RequestId | None = None,
+        on_open: Callable[[Channel], None] | None = None,
     ) -> None:
         self._send = send
         self._terms = terms
-        self.stream_id = stream_id
+        #: Its SSE stream's id within the session (given when it is opened).
+        self.stream_id = ""
+        self._on_open = on_open
+        #: Whether it was opened: it may carry more than a single answer.
+        self.opened = False
         self._headers = headers if headers is not None else {}
         self.carried = carried
         #: The status of a JSON answer, when the app knows it (else ``terms.status_of``).
@@ -300,6 +311,17 @@ class Channel:
         self.on_gone: Callable[[], object] | None = None
 
     # -- what the POST's task does --------------------------------------------------------
+
+    def open(self) -> Channel:
+        """Make ready to carry more than a single answer (a handler that waits, a batch,
+        a message before the answer): noted by its session (``on_open``) until the POST
+        ends. Returns the channel itself."""
+        if not self.opened:
+            self.opened = True
+            on_open = self._on_open
+            if on_open is not None and not self.done:
+                on_open(self)
+        return self
 
     async def expect(self, request_ids: Iterable[RequestId]) -> None:
         """Say which requests the POST carried; the response ends once each is
@@ -593,90 +615,6 @@ async def write_json(
     return True
 
 
-#: Makes the :class:`Channel` of a :class:`Post` (and notes it where its session keeps
-#: the POSTs' open streams).
-Opener = Callable[["Post"], Channel]
-
-
-class Post:
-    """One POST, where the routes of a :class:`PostStream` lead: its ASGI ``send``,
-    how it may answer (``terms``, ``headers``, ``carried``: as :class:`Channel` takes
-    them), and its
-    :class:`Channel` once one is made (:meth:`open`; ``opener`` makes it, else a plain
-    one). ``on_gone`` is handed to the channel. A POST whose only request is answered
-    before anything else happened needs no channel: :meth:`answer` writes the answer
-    as the whole JSON response.
-    """
-
-    __slots__ = (
-        "_answered",
-        "_opener",
-        "carried",
-        "channel",
-        "headers",
-        "on_gone",
-        "send",
-        "terms",
-    )
-
-    def __init__(
-        self,
-        send: Send,
-        terms: ChannelTerms,
-        headers: dict[str, str] | None = None,
-        carried: RequestId | None = None,
-        opener: Opener | None = None,
-    ) -> None:
-        self.send = send
-        self.terms = terms
-        self.headers = headers if headers is not None else {}
-        self.carried = carried
-        self._opener = opener
-        #: The POST's channel, once made.
-        self.channel: Channel | None = None
-        #: Called once when the client is found gone (set before the channel is made).
-        self.on_gone: Callable[[], object] | None = None
-        #: Answered by :meth:`answer` without a channel.
-        self._answered = False
-
-    def open(self) -> Channel:
-        """The POST's channel, made now if it was not yet."""
-        channel = self.channel
-        if channel is None:
-            opener = self._opener
-            if opener is None or self._answered:
-                channel = Channel(self.send, self.terms, "", self.headers, self.carried)
-            else:
-                channel = opener(self)
-            if self._answered:
-                # For what the handler's leftover tasks send: a response that ended.
-                channel.mode = "json"
-                channel.done = True
-            channel.on_gone = self.on_gone
-            self.channel = channel
-        return channel
-
-    async def answer(self, data: bytes, error_code: int | None) -> None:
-        """Take the answer to the POST's only request, handed back by its peer (see
-        :meth:`Channel.answer`): with no channel made, nothing came before it, and it
-        is the whole response."""
-        channel = self.channel
-        if channel is not None:
-            await channel.answer(data, error_code)
-            return
-        terms = self.terms
-        status_of = terms.status_of
-        status = status_of([error_code]) if status_of is not None else 200
-        self._answered = True
-        await write_json(self.send, status, self.headers, data, terms.stall)
-
-    @property
-    def done(self) -> bool:
-        """Whether the POST's response has ended."""
-        channel = self.channel
-        return self._answered or (channel is not None and channel.done)
-
-
 #: What a POST is found by among the routes of a stream: the id of one of its
 #: requests, or ``None`` for the responses with a null id (a body that could not be
 #: read is answered so).
@@ -687,7 +625,7 @@ class PostStream:
     """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a server
     connection over Streamable HTTP: its messages arrive as POST bodies (fed to its
     peer directly) and leave on the response of the POST they are about (its
-    :class:`Post`), else through ``standalone`` (a handshake session's ``GET``
+    :class:`Channel`), else through ``standalone`` (a handshake session's ``GET``
     stream; ``None``: there is none, and such a message cannot be sent).
 
     A POST takes its routes for as long as it is open (:meth:`open_route`): the ids of
@@ -704,13 +642,13 @@ class PostStream:
     def __init__(self, standalone: Divert | None) -> None:
         self._standalone = standalone
         self._closed = anyio.Event()
-        #: The POST of each request in flight (and of the null id), by key.
-        self._routes: dict[RouteKey, Post] = {}
+        #: The channel of the POST of each request in flight (and of the null id).
+        self._routes: dict[RouteKey, Channel] = {}
 
     def open_route(
-        self, post: Post, keys: Iterable[RouteKey]
-    ) -> list[tuple[RouteKey, Post | None]]:
-        """Send what is about ``keys`` to ``post`` until :meth:`close_route`; returns
+        self, channel: Channel, keys: Iterable[RouteKey]
+    ) -> list[tuple[RouteKey, Channel | None]]:
+        """Send what is about ``keys`` to ``channel`` until :meth:`close_route`; returns
         the keys taken, with the POST each was taken from (to hand back to it).
 
         A request id another open POST holds stays that POST's: a client reusing the id
@@ -719,28 +657,30 @@ class PostStream:
         The null id is the newest POST's: the session answers a body it cannot read
         while it is fed, and the POST that carried it is the one fed last."""
         routes = self._routes
-        taken: list[tuple[RouteKey, Post | None]] = []
+        taken: list[tuple[RouteKey, Channel | None]] = []
         for key in keys:
             holder = routes.get(key)
             if key is not None and holder is not None and not holder.done:
                 continue
             taken.append((key, holder))
-            routes[key] = post
+            routes[key] = channel
         return taken
 
-    def close_route(self, post: Post, taken: list[tuple[RouteKey, Post | None]]) -> None:
-        """``post`` ended: what is about the keys it took has no POST any more (or, for
-        the null id taken from another POST still open, that one's again)."""
+    def close_route(self, channel: Channel, taken: list[tuple[RouteKey, Channel | None]]) -> None:
+        """The POST of ``channel`` ended: what is about the keys it took has no POST
+        any more (or, for the null id taken from another POST still open, that one's
+        again)."""
         routes = self._routes
         for key, previous in taken:
-            if routes.get(key) is post:
+            if routes.get(key) is channel:
                 if previous is None or previous.done:
                     del routes[key]
                 else:
                     routes[key] = previous
 
-    def post_of(self, request_id: RequestId) -> Post | None:
-        """The open POST that carried the request ``request_id``, if any."""
+    def channel_of(self, request_id: RequestId) -> Channel | None:
+        """The channel of the open POST that carried the request ``request_id``, if
+        any."""
         return self._routes.get(request_id)
 
     async def receive(self) -> bytes:
@@ -752,27 +692,27 @@ class PostStream:
             raise ConnectionClosed("the HTTP session ended")
         answers = answers_in(data)
         if answers is not None:
-            post = self._answered_post(answers)
-            if post is None:
+            channel = self._answered(answers)
+            if channel is None:
                 logger.debug("a response whose request has no open POST is dropped")
                 return
-            await post.open().put(data, answers)
+            await channel.open().put(data, answers)
             return
-        post = None if related_request_id is None else self._routes.get(related_request_id)
-        if post is not None:
-            await post.open().put(data, answers)
+        channel = None if related_request_id is None else self._routes.get(related_request_id)
+        if channel is not None:
+            await channel.open().put(data, answers)
         elif self._standalone is not None:
             await self._standalone(data)
         else:
             raise ConnectionClosed("the request ended: no stream can carry this message")
 
-    def _answered_post(self, answers: list[Answer]) -> Post | None:
-        """The POST of the requests a response (or a batch's reply) answers."""
+    def _answered(self, answers: list[Answer]) -> Channel | None:
+        """The channel of the requests a response (or a batch's reply) answers."""
         routes = self._routes
         for answer in answers:
-            post = routes.get(answer.request_id)
-            if post is not None:
-                return post
+            channel = routes.get(answer.request_id)
+            if channel is not None:
+                return channel
         return None
 
     async def aclose(self) -> None:

@@ -31,7 +31,7 @@ from ..changes import DROP_GRACE
 from ..handling import Handling
 from ..peer import Peer
 from .asgi import Receive, Send, client_gone, respond
-from .routing import Channel, ChannelTerms, Post, PostStream, RouteKey, request_keys
+from .routing import Channel, ChannelTerms, PostStream, RouteKey, request_keys
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -137,7 +137,7 @@ class StatelessEndpoint:
         listen = peek.method == "subscriptions/listen"
         # The answer to a listen request is an SSE stream whatever json_response says:
         # its first message is the acknowledgement, long before the response.
-        post = Post(send, self._terms[listen, refused])
+        channel = Channel(send, self._terms[listen, refused])
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
@@ -145,7 +145,7 @@ class StatelessEndpoint:
         else:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app)
         keys: list[RouteKey] = [peek.id, None] if is_request else request_keys(body)
-        shadowed = pooled.stream.open_route(post, keys)
+        shadowed = pooled.stream.open_route(channel, keys)
         peer = pooled.peer
         feed = pooled.connection.feed
         events: list[Any] = []
@@ -157,7 +157,7 @@ class StatelessEndpoint:
                 # The handler runs in this task; the client closing the connection, or
                 # no longer reading, cancels it.
                 handling = Handling()
-                post.on_gone = handling.cancel
+                channel.on_gone = handling.cancel
                 watching = anyio.CancelScope()
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(_cancel_on_disconnect, receive, handling, watching)
@@ -166,12 +166,12 @@ class StatelessEndpoint:
                     finally:
                         watching.cancel()
                 if answer is not None:
-                    await post.answer(*answer)
-                    if post.done:
+                    await channel.answer(*answer)
+                    if channel.done:
                         return
             else:
                 assert feed is not None
-                channel = post.open()
+                channel.open()
                 with server.announcing(pooled.connection):
                     async with anyio.create_task_group() as task_group:
                         channel.on_gone = task_group.cancel_scope.cancel
@@ -186,19 +186,19 @@ class StatelessEndpoint:
                         task_group.cancel_scope.cancel()
                 if feed.dropped:
                     return  # the client stopped reading: its stream ends below
-            await settle(post.open(), events)
+            await settle(channel.open(), events)
         finally:
-            pooled.stream.close_route(post, shadowed)
+            pooled.stream.close_route(channel, shadowed)
             if listen:
                 if listening is not None:
                     self._listeners.pop(listening, None)
             elif pooled.clean() and len(self._idle) < _POOL_SIZE:
                 self._idle.append(pooled)
-            if not post.done:
+            if not channel.done:
                 # A listener's client may have stopped reading: its stream gets a
                 # moment to end, and is left as it is after that.
                 with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
-                    await post.open().close()
+                    await channel.open().close()
 
     def _listening(self, scope: anyio.CancelScope) -> None:
         """A ``subscriptions/listen`` request (in ``scope``) opened its stream: past

@@ -116,7 +116,7 @@ class HandshakeEndpoint:
             return bad_request(send, "the session is initialized already")
         if version is None and settings.require_protocol_version:
             return bad_request(send, "MCP-Protocol-Version is required")
-        carried = peek.id if peek.is_request else None
+        carried = peek.id if peek.method is not None else None
         return self._feed_session(session, body, send, {}, not peek.batch, carried)
 
     async def _session_not_found(self, session_id: str, send: Send) -> None:
@@ -209,8 +209,8 @@ class HandshakeEndpoint:
         channel = self._channel(send, session, headers, carried)
         stream = session.stream
         # A batch's reply goes to this POST whichever task flushes it.
-        keys = [carried, None] if inline and carried is not None else request_keys(body)
-        shadowed = stream.open_route(channel, keys)
+        keys = [carried, None] if inline and type(carried) in (int, str) else request_keys(body)
+        routes = stream.open_route(channel, keys)
         answer = None
         admitted = False
         try:
@@ -237,7 +237,7 @@ class HandshakeEndpoint:
             # Else the handler is over: answered, or cancelled (then the channel
             # answers the POST with a stream that ends at once).
         finally:
-            stream.close_route(channel, shadowed)
+            stream.close_route(channel, routes)
             if channel.opened:
                 session.live.pop(channel.stream_id, None)
             # Idle time counts from the end of the session's last POST.

@@ -144,8 +144,10 @@ class StatelessEndpoint:
             pooled = _StatelessConnection(self.app, listen=True)
         else:
             pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app)
-        keys: list[RouteKey] = [peek.id, None] if is_request else request_keys(body)
-        shadowed = pooled.stream.open_route(channel, keys)
+        keys: list[RouteKey] = (
+            [peek.id, None] if type(peek.id) in (int, str) and is_request else request_keys(body)
+        )
+        routes = pooled.stream.open_route(channel, keys)
         peer = pooled.peer
         feed = pooled.connection.feed
         events: list[Any] = []
@@ -188,7 +190,7 @@ class StatelessEndpoint:
                     return  # the client stopped reading: its stream ends below
             await settle(channel.open(), events)
         finally:
-            pooled.stream.close_route(channel, shadowed)
+            pooled.stream.close_route(channel, routes)
             if listen:
                 if listening is not None:
                     self._listeners.pop(listening, None)

@@ -254,7 +254,7 @@ class HttpLink:
 
     # -- the Link protocol -------------------------------------------------------------------------
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         """Post one message (or any bytes). A request's answer is read in the
         background: ``send`` returns once its body is sent."""
         if self._closed:

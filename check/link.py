@@ -34,7 +34,7 @@ class Link(Protocol):
     #: Which transport this link speaks.
     transport: Transport
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         """Write ``data`` as one message (a JSON-RPC message, or any bytes to probe the
         server's error handling). Raises :class:`~.errors.LinkClosed` when the
         connection is gone."""

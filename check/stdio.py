@@ -115,7 +115,7 @@ class StdioLink:
     def _wire(self, where: str, why: str) -> None:
         self._report.add(broken("wire.message", where, why, self._report.revision))
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         stdin = self._process.stdin
         if stdin is None:
             raise LinkClosed("the server has no stdin")

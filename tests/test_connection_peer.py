@@ -426,7 +426,7 @@ class _StalledStream:
     async def receive(self) -> bytes:
         return await self.inner.receive()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         if self.stalled:
             await anyio.sleep_forever()
         await self.inner.send(data)
@@ -462,7 +462,7 @@ class _StalledShieldedStream(_StalledStream):
 
     _completes_sends = False
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         if self.stalled:
             await anyio.sleep(HANG_GUARD)  # for ever, as far as the test goes
         await self.inner.send(data)

@@ -7,6 +7,7 @@ HTTP+SSE endpoints, mounting inside Starlette, and two uvicorn workers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -329,39 +330,48 @@ async def test_standalone_stream_carries_notifications_about_no_request() -> Non
     assert message["method"] == "notifications/tools/list_changed"
 
 
+async def _next_message(stream: Any) -> dict[str, Any]:
+    """The next message of an open SSE response (``stream``: httpx's)."""
+    with anyio.fail_after(10):
+        async for line in stream.aiter_lines():
+            if line.startswith("data:"):
+                message: dict[str, Any] = json.loads(line[5:])
+                return message
+    raise AssertionError("the stream ended")
+
+
 @pytest.mark.parametrize("caller", ["2025-11-25", STATELESS])
 async def test_a_change_sent_from_a_handler_reaches_each_session_on_its_own_streams(
     caller: str,
 ) -> None:
     # A tool called by A announces a change to every client. Session B's notification
     # must leave on B's standalone stream, not on the response of A's POST (whose task
-    # sent it). A session of its own (2025-11-25) gets its own notification on that
-    # response; a 2026-07-28 request gets none (no subscriptions/listen is open).
+    # sent it). A change is about no request, so A's own (2025-11-25) leaves on A's
+    # standalone stream too, and A's response carries only the answer; a 2026-07-28
+    # request gets none (no subscriptions/listen is open).
     server, _ = build_server()
-    async with app_client(server) as client:
+    async with app_client(server) as client, contextlib.AsyncExitStack() as streams:
         if caller == STATELESS:
             first = stateless_headers("tools/call", "touch")
             call = stateless_call("touch", {}, 2)
+            own = None
         else:
             first = await initialize(client, caller)
             call = request("tools/call", {"name": "touch", "arguments": {}}, 2)
+            own = await streams.enter_async_context(client.stream("GET", "/mcp", headers=first))
+            assert own.status_code == 200
         second = await initialize(client)
-        async with client.stream("GET", "/mcp", headers=second) as stream:
-            assert stream.status_code == 200
-            response = await client.post("/mcp", json=call, headers=first)
-            with anyio.fail_after(10):
-                async for line in stream.aiter_lines():
-                    if line.startswith("data:"):
-                        message = json.loads(line[5:])
-                        break
-    assert message["method"] == "notifications/tools/list_changed"
+        other = await streams.enter_async_context(client.stream("GET", "/mcp", headers=second))
+        assert other.status_code == 200
+        response = await client.post("/mcp", json=call, headers=first)
+        assert (await _next_message(other))["method"] == "notifications/tools/list_changed"
+        if own is not None:
+            assert (await _next_message(own))["method"] == "notifications/tools/list_changed"
     if response.headers["content-type"] == "text/event-stream":
         messages = sse_messages(response.text)
     else:
         messages = [response.json()]
-    methods = [m.get("method") for m in messages]
-    own = [] if caller == STATELESS else ["notifications/tools/list_changed"]
-    assert methods == [*own, None]
+    assert [m.get("method") for m in messages] == [None]
     assert messages[-1]["result"]["content"][0]["text"] == "touched"
 
 

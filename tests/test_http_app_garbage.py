@@ -2,8 +2,7 @@
 
 Objects in a cycle outlive their request until the garbage collector finds them: memory
 grows between collections, and each collection walks the whole heap of the server. So
-every object a request makes must be freed by reference counting alone, in each era
-(but for the cancelled watch of a 2026-07-28 POST: see the test).
+every object a request makes must be freed by reference counting alone, in each era.
 Counted, not timed: with the collector off, a batch of requests, then what a collection
 finds (nothing).
 """
@@ -26,8 +25,6 @@ ANYIO_BACKENDS = ("asyncio",)
 #: Requests in each measured batch (after a warm-up batch of as many).
 BATCH = 50
 HANDSHAKE = "2025-11-25"
-#: The objects a cancelled task leaves in a cycle (its exception, traceback, frames).
-CANCELLED_WATCH = 70
 SSE = "text/event-stream"
 
 
@@ -107,10 +104,6 @@ async def test_requests_leave_nothing_for_the_garbage_collector(
         gc.collect()
         await _calls(app, headers, stateless, call, 1 + BATCH)
         found = gc.collect()
-    if stateless:
-        # A 2026-07-28 POST watches for its client going away in a task of its own,
-        # cancelled once the request is answered; a cancelled asyncio task leaves its
-        # exception in a cycle with its frames. That much, and nothing of the request.
-        assert found <= BATCH * CANCELLED_WATCH
-    else:
-        assert found == 0
+    # A 2026-07-28 POST's watch for its client going away ends in a scope of its own,
+    # not by cancelling its task (which would leave a cycle per POST).
+    assert found == 0

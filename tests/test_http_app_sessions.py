@@ -363,13 +363,13 @@ async def test_a_request_answered_at_once_leaves_no_stream_and_one_that_waits_do
         session = app.sessions.get(headers["mcp-session-id"])
         assert session is not None
         made: list[Any] = []
-        original = session.open_channel
+        original = session.note_channel
 
-        def spy(post: Any) -> Any:
-            made.append(channel := original(post))
-            return channel
+        def spy(channel: Any) -> None:
+            made.append(channel)
+            original(channel)
 
-        session.open_channel = spy  # type: ignore[method-assign]
+        session.note_channel = spy  # type: ignore[method-assign]
         quick = await start(tg, app, "POST", headers, call("echo", 8, text="q")).done()
         assert quick.status == 200 and quick.content_type == JSON_TYPE
         assert quick.json()["result"]["content"][0]["text"] == "q"
@@ -419,6 +419,61 @@ async def test_a_leftover_task_sends_on_the_standalone_stream_after_a_plain_answ
         await standalone.wait_for(lambda e: len(e.messages()) >= 1)
         assert kinds(standalone.messages()) == ["notifications/message"]
         assert standalone.messages()[0]["params"]["data"] == "after the answer"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_request_reusing_the_id_of_one_in_flight_is_refused_on_its_own_post() -> None:
+    # Two POSTs of one session carry requests with the same id: the second is refused,
+    # on the second POST; the first still gets its own answer, on its own POST, though
+    # the id that leads there is now the second's too.
+    server, _ = build_server()
+    started, release = with_quiet_hold(server)
+    app = http_app(server)
+    async with app.running(), anyio.create_task_group() as tg:
+        headers = await open_session(tg, app)
+        first = start(tg, app, "POST", headers, call("quiet", 9))
+        with anyio.fail_after(GUARD):
+            await started.wait()
+        second = await start(tg, app, "POST", headers, call("echo", 9, text="x")).done()
+        # The session refuses it without answering it (its id is the first's): the
+        # POST is a bad request.
+        assert second.status == 400 and second.content_type == JSON_TYPE
+        assert second.json()["error"]["data"]["rule"] == "duplicate-request-id"
+        release.set()
+        await first.done()
+        assert first.json()["result"]["content"][0]["text"] == "released"
+        tg.cancel_scope.cancel()
+
+
+async def test_progress_of_concurrent_requests_leaves_on_each_ones_post() -> None:
+    server, _ = build_server()
+    gates = {1: anyio.Event(), 2: anyio.Event()}
+
+    @server.tool()
+    async def report(ctx: RequestContext, which: int) -> str:
+        """Report progress naming ``which``, wait for its gate, answer."""
+        await ctx.report_progress(which, None, message=f"from {which}")
+        await gates[which].wait()
+        return f"done {which}"
+
+    app = http_app(server)
+    async with app.running(), anyio.create_task_group() as tg:
+        headers = await open_session(tg, app)
+        posts = {
+            which: start(
+                tg, app, "POST", headers, call("report", 10 + which, f"p{which}", which=which)
+            )
+            for which in (1, 2)
+        }
+        for post in posts.values():
+            await post.wait_for(lambda e: len(e.messages()) == 1)
+        for which in (2, 1):
+            gates[which].set()
+            await posts[which].done()
+        for which, post in posts.items():
+            messages = post.messages()
+            assert kinds(messages) == ["notifications/progress", f"response {10 + which}"]
+            assert messages[0]["params"]["message"] == f"from {which}"
         tg.cancel_scope.cancel()
 
 

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mcpspec.runtime import mirror
-from mcpspec.runtime.connection import Server
+from mcpspec.runtime.connection import ConnectionClosed, RequestContext, Server
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
 from tests.http_app_kit import (
     META,
@@ -153,6 +153,69 @@ async def test_a_handler_runs_in_the_posts_own_task() -> None:
         loop.set_task_factory(default)
     assert reply.status == 200 and "hi" in reply.body.decode()
     assert len(made) == 1
+
+
+async def test_a_leftover_task_never_writes_on_a_later_post_of_its_pooled_connection() -> None:
+    # A handler answers and leaves a task behind; the next POST, with the same id and
+    # progress token, takes over the pooled connection. The leftover's progress is
+    # about no request any more: it finds no stream, and nothing of it reaches the
+    # other POST's response.
+    server, _ = build_server()
+    later, held, release = anyio.Event(), anyio.Event(), anyio.Event()
+    outcome: list[BaseException | None] = []
+    leftovers: set[Any] = set()
+
+    @server.tool()
+    async def leave_behind(ctx: RequestContext) -> str:
+        """Answer at once; a task of its own reports progress later."""
+
+        async def report_later() -> None:
+            await later.wait()
+            try:
+                await ctx.report_progress(1, 2, message="leftover")
+                outcome.append(None)
+            except Exception as exc:
+                outcome.append(exc)
+
+        leftovers.add(asyncio.get_running_loop().create_task(report_later()))
+        return "answered"
+
+    @server.tool()
+    async def hold(ctx: RequestContext) -> str:
+        """Wait for the test."""
+        held.set()
+        await release.wait()
+        return "held"
+
+    app = http_app(server)
+
+    def progress_call(name: str) -> bytes:
+        body = stateless_call(name, {}, 1)
+        body["params"]["_meta"]["progressToken"] = "p"
+        return encode(body)
+
+    first = await drive(
+        app, "POST", "/mcp", modern("tools/call", "leave_behind"), [progress_call("leave_behind")]
+    )
+    assert first.json()["result"]["content"][0]["text"] == "answered"
+    replies: list[Reply] = []
+
+    async def second() -> None:
+        headers = modern("tools/call", "hold")
+        replies.append(await drive(app, "POST", "/mcp", headers, [progress_call("hold")]))
+
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(second)
+            await held.wait()
+            later.set()
+            while not outcome:
+                await anyio.sleep(0.01)
+            release.set()
+    assert isinstance(outcome[0], ConnectionClosed)
+    [reply] = replies
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["result"]["content"][0]["text"] == "held"
 
 
 # -- subscriptions/listen ------------------------------------------------------------------------

@@ -114,10 +114,6 @@ class ChangeFeed:
         #: Called (once, in the announcer's task: it must not block) when the feed is
         #: dropped; it should end the client's stream.
         self.on_overflow: Callable[[], object] | None = None
-        #: For a buffered feed: whether the announcer may send itself all the same (it
-        #: is a handler of this connection's, already waiting on this client only; its
-        #: change then goes out with its request's other messages).
-        self.sends_now: Callable[[], bool] | None = None
 
     def subscribe(self, uri: str) -> None:
         """Keep the client's subscription to ``uri``. Raises :class:`RequestError`
@@ -149,12 +145,17 @@ class ChangeFeed:
         """Acknowledge the listen request ``request_id`` with the filter ``agreed``
         and start delivering to it."""
         params = {"notifications": agreed, "_meta": {SUBSCRIPTION_ID: request_id}}
-        await self._send("notifications/subscriptions/acknowledged", params)
+        await self._send("notifications/subscriptions/acknowledged", params, request_id)
         self.listeners[request_id] = agreed
 
     async def deliver(self, method: str, uri: str | None = None) -> None:
         """Send the change ``method`` (about ``uri`` for ``notifications/resources/
-        updated``) if this connection takes it; a closed connection takes nothing."""
+        updated``) if this connection takes it; a closed connection takes nothing.
+
+        A change is about no request of the client's (up to 2025-11-25; over HTTP it
+        travels on the session's standalone stream, even when a handler of this very
+        session announced it) or about the ``subscriptions/listen`` request it is
+        delivered to (2026-07-28)."""
         session = self._peer.session
         if self._peer.closed or session.model is None or self.dropped:
             return
@@ -188,7 +189,7 @@ class ChangeFeed:
             while outbox:
                 key, params = outbox.popleft()
                 self._pending.discard(key)
-                await self._send(key[0], params)
+                await self._send(key[0], params, key[2])
             self._queued = anyio.Event()
             await self._queued.wait()
 
@@ -196,8 +197,8 @@ class ChangeFeed:
         """Send one change (``key``: its method, resource and subscription), or queue
         it for :meth:`pump` (a buffered feed: never waits)."""
         outbox = self._outbox
-        if outbox is None or (self.sends_now is not None and self.sends_now()):
-            await self._send(key[0], params)
+        if outbox is None:
+            await self._send(key[0], params, key[2])
             return
         if key in self._pending:
             return
@@ -217,7 +218,11 @@ class ChangeFeed:
         if self._queued is not None:
             self._queued.set()
 
-    async def _send(self, method: str, params: dict[str, Any] | None) -> None:
+    async def _send(
+        self, method: str, params: dict[str, Any] | None, related: RequestId | None
+    ) -> None:
+        """Send one notification, about the request ``related`` (a listen request) if
+        any."""
         session = self._peer.session
         cls = getattr(session.types, _CLASSES.get(method, "SubscriptionsAcknowledgedNotification"))
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -225,7 +230,7 @@ class ChangeFeed:
             message["params"] = params
         notification = session.codec.decode_as(cls, msgspec.json.encode(message))
         try:
-            await self._peer.notify(notification)
+            await self._peer.notify(notification, related_request_id=related)
         except ConnectionClosed:
             pass
         except LocalProtocolError as exc:  # the session refused it: report, go on

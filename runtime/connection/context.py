@@ -208,10 +208,23 @@ class RequestContext:
         (``await ctx.peer.notify(...)`` later, for a subscription, say)."""
         return self._peer
 
+    @property
+    def related_request_id(self) -> RequestId | None:
+        """What the messages sent through this context are about: the request, while
+        its handler runs; ``None`` once it was answered (a task the handler left behind
+        then sends about no request: over HTTP, on the session's standalone stream,
+        never on the response of a request that took its place)."""
+        handling = self._handling
+        request_id = self._event.request_id
+        if handling is not None and self._peer.handling_of(request_id) is handling:
+            return request_id
+        return None
+
     async def notify(self, notification: Any) -> None:
         """Send a notification (a generated notification of :attr:`types`:
-        ``ctx.types.ToolListChangedNotification()``, ...) on the connection."""
-        await self._peer.notify(notification)
+        ``ctx.types.ToolListChangedNotification()``, ...) on the connection, about
+        this request (:attr:`related_request_id`)."""
+        await self._peer.notify(notification, related_request_id=self.related_request_id)
 
     # -- progress and logging --------------------------------------------------------------------
 
@@ -230,7 +243,9 @@ class RequestContext:
             fields["message"] = message
         types = self.types
         params = msgspec.convert(fields, types.ProgressNotificationParams)
-        await self._peer.notify(types.ProgressNotification(params=params))
+        await self._peer.notify(
+            types.ProgressNotification(params=params), related_request_id=self.related_request_id
+        )
 
     async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` to the client, if it asked for messages of
@@ -248,7 +263,10 @@ class RequestContext:
             fields["logger"] = logger
         types = self.types
         params = msgspec.convert(fields, types.LoggingMessageNotificationParams)
-        await self._peer.notify(types.LoggingMessageNotification(params=params))
+        await self._peer.notify(
+            types.LoggingMessageNotification(params=params),
+            related_request_id=self.related_request_id,
+        )
 
     # -- asking the client -----------------------------------------------------------------------
 
@@ -281,7 +299,10 @@ class RequestContext:
         asked = [self._question(question) for question in questions]
         if not self.stateless:
             if len(asked) == 1:
-                return [await self._peer.request(asked[0].request(self._peer.next_id()))]
+                request = asked[0].request(self._peer.next_id())
+                return [
+                    await self._peer.request(request, related_request_id=self.related_request_id)
+                ]
             return await self._request_all(asked)
         answers = self._answers or {}
         keys = [self._key(question.key) for question in questions]
@@ -339,10 +360,11 @@ class RequestContext:
         results: list[Any] = [None] * len(asked)
         failures: list[BaseException] = []
         peer = self._peer
+        related = self.related_request_id
 
         async def one(index: int, request: Any) -> None:
             try:
-                results[index] = await peer.request(request)
+                results[index] = await peer.request(request, related_request_id=related)
             except Exception as exc:
                 failures.append(exc)
                 task_group.cancel_scope.cancel()

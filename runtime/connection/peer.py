@@ -303,50 +303,66 @@ class Peer(Generic[S]):
         """A request id not outstanding (``session.next_id()``)."""
         return self.session.next_id()
 
-    async def _write(self, data: bytes) -> None:
-        """Write one message (the lock is held), never cut short: shielded, unless the
+    async def _write(self, data: bytes, related: RequestId | None = None) -> None:
+        """Write one message (the lock is held; ``related``: the peer's request it is
+        about, for the stream to route by), never cut short: shielded, unless the
         stream finishes every write it starts by itself."""
         if not data:
             return
         if self._closed:
             raise ConnectionClosed(self._close_reason)
         if not self._shield_writes:
-            await self.stream.send(data)
+            await self.stream.send(data, related_request_id=related)
             return
         # Closing the peer still cancels it: a stream's send may never return.
         writing = self._writing = anyio.CancelScope(shield=True)
         try:
             with writing:
-                await self.stream.send(data)
+                await self.stream.send(data, related_request_id=related)
         finally:
             self._writing = None
         if writing.cancelled_caught:
             raise ConnectionClosed(self._close_reason)
 
-    async def send(self, message: Any, *, progress_token: int | str | None = None) -> None:
-        """``session.send(message)`` and write the bytes, in session order. Raises the
-        session's ``LocalProtocolError`` (nothing written) or :class:`ConnectionClosed`."""
+    async def send(
+        self,
+        message: Any,
+        *,
+        progress_token: int | str | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> None:
+        """``session.send(message)`` and write the bytes, in session order.
+        ``related_request_id`` names the peer's request the message is about (the
+        handler of that request sends it), so that the stream carries it where that
+        request's messages go (see :meth:`MessageStream.send`). Raises the session's
+        ``LocalProtocolError`` (nothing written) or :class:`ConnectionClosed`."""
         async with self._write_lock:
             # A checkpoint (shielded: what is sent once the lock is held is sent), as
             # every async call of anyio is one: a task sending in a loop lets the others
             # run. The connection's own answers and requests skip it (:meth:`_send`).
             await anyio.lowlevel.cancel_shielded_checkpoint()
-            await self._send_locked(message, progress_token)
+            await self._send_locked(message, progress_token, related_request_id)
 
-    async def _send(self, message: Any, progress_token: int | str | None = None) -> None:
-        """:meth:`send` without its checkpoint (an answer: its task ends next)."""
+    async def _send(self, message: Any) -> None:
+        """:meth:`send` without its checkpoint (an answer: its task ends next; it is
+        about the request it answers)."""
         async with self._write_lock:
-            await self._send_locked(message, progress_token)
+            await self._send_locked(message, None, None)
 
-    async def _send_locked(self, message: Any, progress_token: int | str | None) -> None:
+    async def _send_locked(
+        self, message: Any, progress_token: int | str | None, related: RequestId | None
+    ) -> None:
         if self._closed:
             raise ConnectionClosed(self._close_reason)
         data = self.session.send(message, progress_token=progress_token)
-        await self._write(data)
+        await self._write(data, related)
 
-    async def notify(self, notification: Any) -> None:
-        """Send a notification (a generated notification of ``session.types``)."""
-        await self.send(notification)
+    async def notify(
+        self, notification: Any, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """Send a notification (a generated notification of ``session.types``), about
+        the peer's request ``related_request_id`` if any (see :meth:`send`)."""
+        await self.send(notification, related_request_id=related_request_id)
 
     async def request(
         self,
@@ -355,11 +371,16 @@ class Peer(Generic[S]):
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
         cancel_reason: str | None = None,
+        related_request_id: RequestId | None = None,
     ) -> Any:
         """Send ``request`` (a generated request of ``session.types`` with a fresh id:
         :meth:`next_id`) and return its typed result. See :meth:`request_response`."""
         response = await self.request_response(
-            request, progress=progress, timeout=timeout, cancel_reason=cancel_reason
+            request,
+            progress=progress,
+            timeout=timeout,
+            cancel_reason=cancel_reason,
+            related_request_id=related_request_id,
         )
         return response.result
 
@@ -370,6 +391,7 @@ class Peer(Generic[S]):
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
         cancel_reason: str | None = None,
+        related_request_id: RequestId | None = None,
     ) -> ResponseReceived:
         """Send ``request`` and return the session's ``ResponseReceived`` for it (the
         typed ``result``; ``input_required`` for a 2026-07-28 ``InputRequiredResult``).
@@ -383,8 +405,12 @@ class Peer(Generic[S]):
         Raises :class:`RequestError` (an error response), :class:`ResponseViolation`
         (an answer that breaks a rule), :class:`ConnectionClosed`, or the session's
         ``LocalProtocolError`` when the request cannot be sent (nothing was sent).
+
+        ``related_request_id``: the peer's request this one is about (its handler asks
+        the peer), as for :meth:`send`; its cancellation goes the same way.
         """
         request_id: RequestId = request.id
+        related = related_request_id
         method: str = type(request).method
         if request_id in self._waiters:
             raise ValueError(f"request id {request_id!r} is already awaited")
@@ -393,14 +419,14 @@ class Peer(Generic[S]):
         if progress is not None and not _has_progress_token(request):
             token = request_id
         if timeout is None:
-            await self._write_request(request, waiter, token)
+            await self._write_request(request, waiter, token, related)
         else:
             # The timeout counts from here: a write waiting on a peer that does not read
             # (its own, or another's holding the lock) is bounded too.
             deadline = anyio.current_time() + timeout
             try:
                 with anyio.fail_at(deadline):
-                    await self._write_request(request, waiter, token)
+                    await self._write_request(request, waiter, token, related)
             except TimeoutError:
                 if request_id not in self._waiters:  # never sent
                     raise RequestTimeout(request_id, method, timeout) from None
@@ -411,20 +437,23 @@ class Peer(Generic[S]):
                 with anyio.fail_at(deadline):
                     await waiter.done.wait()
         except TimeoutError:
-            await self._cancel_request(request_id, waiter, cancel_reason or "timed out")
+            await self._cancel_request(request_id, waiter, cancel_reason or "timed out", related)
             if not waiter.done.is_set():
                 raise RequestTimeout(request_id, method, timeout or 0.0) from None
         except BaseException:
-            await self._cancel_request(request_id, waiter, cancel_reason or "cancelled")
+            await self._cancel_request(request_id, waiter, cancel_reason or "cancelled", related)
             raise
         if waiter.error is not None:
             raise waiter.error
         assert waiter.response is not None
         return waiter.response
 
-    async def _write_request(self, request: Any, waiter: _Waiter, token: int | str | None) -> None:
+    async def _write_request(
+        self, request: Any, waiter: _Waiter, token: int | str | None, related: RequestId | None
+    ) -> None:
         """Write ``request`` (``waiter`` awaits its answer; ``token``: the progress token
-        to ask for); when it cannot be sent, nothing waits for it."""
+        to ask for; ``related``: the peer's request it is about); when it cannot be
+        sent, nothing waits for it."""
         request_id = request.id
         async with self._write_lock:
             if self.closed:
@@ -433,7 +462,7 @@ class Peer(Generic[S]):
             # Registered before the write: the answer may come before this task runs on.
             self._waiters[request_id] = waiter
             try:
-                await self._write(data)
+                await self._write(data, related)
             except BaseException:
                 # Not sent (the stream is gone, or cannot carry it): nothing will answer.
                 self._waiters.pop(request_id, None)
@@ -442,9 +471,12 @@ class Peer(Generic[S]):
                         self.session.cancel(request_id, "not sent")
                 raise
 
-    async def _cancel_request(self, request_id: RequestId, waiter: _Waiter, reason: str) -> None:
+    async def _cancel_request(
+        self, request_id: RequestId, waiter: _Waiter, reason: str, related: RequestId | None
+    ) -> None:
         """Stop waiting for ``request_id`` and cancel it on the wire (unless it was
-        answered meanwhile, or cannot be cancelled)."""
+        answered meanwhile, or cannot be cancelled), where the request went
+        (``related``)."""
         if waiter.done.is_set() or self._waiters.pop(request_id, None) is None:
             return
         # Bounded: the lock may be held by a write to a peer that does not read.
@@ -457,7 +489,7 @@ class Peer(Generic[S]):
                 except LocalProtocolError:
                     return  # initialize cannot be cancelled
                 with contextlib.suppress(ConnectionClosed):
-                    await self._write(data)
+                    await self._write(data, related)
 
     # -- receiving ----------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.limits import DEFAULT_LIMITS
 from mcpspec.runtime.shallow import WINDOW
 
@@ -60,10 +61,16 @@ class MessageStream(Protocol):
         the stream's limit, which is skipped: the next call reads on."""
         ...
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Write one message (its bytes hold no framing). Raises
         :class:`~mcpspec.runtime.connection.errors.ConnectionClosed` when the stream
-        cannot be written any more."""
+        cannot be written any more.
+
+        ``related_request_id`` is the request of the other side that the message is
+        about (progress, a log message or a request sent by that request's handler), or
+        ``None``. A stream with one way out (stdio, memory) ignores it; one whose
+        messages leave on the response of the request they are about (Streamable HTTP)
+        routes by it. A response needs none: it is about the request it answers."""
         ...
 
     async def aclose(self) -> None:
@@ -169,8 +176,9 @@ class NewlineFramedStream:
             return line
         raise ConnectionClosed("the stream ended")
 
-    async def send(self, data: bytes) -> None:
-        """Write ``data`` and a newline."""
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """Write ``data`` and a newline (one way out: ``related_request_id`` is
+        ignored)."""
         if self._closed:
             raise ConnectionClosed("the stream is closed")
         try:
@@ -207,7 +215,7 @@ class MemoryMessageStream:
         except _GONE:
             raise ConnectionClosed("the other end closed") from None
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         try:
             await self._sender.send(data)
         except _GONE:

@@ -81,7 +81,7 @@ class FilteredStream:
             if kept is not None:
                 return kept
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         await self._defect.write(_decode(data), data, self)
 
     async def write(self, data: bytes) -> None:

@@ -231,7 +231,7 @@ class HttpClientStream:
         ``MessageTooLarge`` for one over the limit (dropped unread)."""
         return await self._link.receive()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         """Post one message, by the transport it is for (see the module's docstring);
         ``send`` returns once its task is started (for ``notifications/initialized``,
         once it is acknowledged)."""

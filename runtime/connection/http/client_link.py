@@ -331,7 +331,7 @@ class HttpClientTransport(Protocol):
         """The next message of the server."""
         ...
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         """Post one message."""
         ...
 

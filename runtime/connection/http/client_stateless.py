@@ -45,7 +45,7 @@ class StatelessHttpTransport:
         """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
         return await self._link.receive()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         """Post one message (:meth:`send_message`)."""
         await self.send_message(data, outgoing(data))
 

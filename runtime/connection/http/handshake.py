@@ -2,7 +2,7 @@
 
 ``initialize`` makes a session (:mod:`.sessions`) whose connection lives in the app's
 task group; each later POST names it by ``Mcp-Session-Id`` and is fed to that
-connection with the POST's channel as the route of what answers it (:mod:`.routing`).
+connection with the POST as the route of what is about its requests (:mod:`.routing`).
 ``GET`` opens the session's standalone stream, or resumes a broken stream from
 ``Last-Event-ID``; ``DELETE`` ends the session. Without sessions, each POST gets a
 connection of its own, primed as if ``initialize`` had named the request's
@@ -22,13 +22,13 @@ import msgspec
 
 from mcpspec.runtime.envelope import RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
-from mcpspec.runtime.events import RequestCancelled, RequestReceived
+from mcpspec.runtime.events import RequestCancelled
 from mcpspec.runtime.negotiation import is_stateless
 
 from ..errors import RequestError
 from ..peer import HandedBack
 from .asgi import Send, respond, start_response
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post, is_request
+from .routing import Channel, ChannelTerms, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
@@ -152,22 +152,24 @@ class HandshakeEndpoint:
             methods.append("DELETE")
         return ", ".join(methods)
 
-    def _post(
+    def _channel(
         self,
         send: Send,
         session: HandshakeSession | None,
         headers: dict[str, str],
         carried: RequestId | None = None,
-    ) -> Post:
+    ) -> Channel:
+        """The channel of a POST (``session``: of that session; ``None``: a POST
+        without sessions)."""
         if session is None:
-            return Post(send, self._sessionless, headers, carried)
+            return Channel(send, self._sessionless, headers, carried)
         terms = session.channel_terms
         if terms is None:
             terms = self._terms_of(session)
             # Kept once the revision is known: it decides the priming event.
             if session.revision is not None:
                 session.channel_terms = terms
-        return Post(send, terms, headers, carried, session.open_channel)
+        return Channel(send, terms, headers, carried, session.note_channel)
 
     def _terms_of(self, session: HandshakeSession | None) -> ChannelTerms:
         """How the POSTs of ``session`` (``None``: of a server without sessions) are
@@ -197,63 +199,53 @@ class HandshakeEndpoint:
         carried: RequestId | None = None,
         admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
     ) -> None:
-        """Feed a POST's body to ``session`` with the POST's channel as the route of
-        what answers it; ``inline``: the body is one message, not a batch. ``admit``
-        (``initialize``) sees the handed-back answer before it is sent and says whether
-        the session is kept; a session not kept ends once the response is over."""
+        """Feed a POST's body to ``session`` with the POST as the route of what is about
+        its requests (until it ends); ``inline``: the body is one message (``carried``:
+        its request's id), not a batch. ``admit`` (``initialize``) sees the
+        handed-back answer before it is sent and says whether the session is kept; a
+        session not kept ends once the response is over."""
         peer = session.peer
         assert peer is not None
-        post = self._post(send, session, headers, carried)
-        owners = session.stream.owners
-        token = ROUTE.set((session.stream, post))
+        channel = self._channel(send, session, headers, carried)
+        stream = session.stream
+        # A batch's reply goes to this POST whichever task flushes it.
+        keys = [carried, None] if inline and type(carried) in (int, str) else request_keys(body)
+        routes = stream.open_route(channel, keys)
         answer = None
-        members: list[RequestId] | tuple[()] = ()
+        admitted = False
         try:
             # Each POST has a task of its own: a single request is handled in it. The
             # requests of a batch run concurrently, each in a task of the connection's.
             if inline:
                 # The handler may wait, be cancelled, or be outlived by the session: its
                 # POST's stream is open (and known to the session) while it runs.
-                post.open()
+                channel.open()
                 events, answer = await peer.feed_request(body)
             else:
-                channel = post.open()
+                channel.open()
                 events = await peer.feed(body)
-                # The batch's reply goes to this POST whichever task flushes it.
-                members = [e.request_id for e in events if isinstance(e, RequestReceived)]
-                for request_id in members:
-                    owners[request_id] = channel
-        finally:
-            ROUTE.reset(token)
-        admitted = False
-        try:
             if admit is not None:
                 admitted = await admit(answer)
             if answer is not None:
-                await post.answer(*answer)
-            if owners:
-                await _cancel_members(owners, events)
-            if not post.done:
-                channel = post.open()
-                await settle(channel, events)
+                await channel.answer(*answer)
+            await _cancel_members(stream, events)
+            if not channel.done:
+                await settle(channel.open(), events)
                 if not inline:
                     # Until its requests are answered; a session that ends closes it.
                     await channel.hold_open()
             # Else the handler is over: answered, or cancelled (then the channel
             # answers the POST with a stream that ends at once).
         finally:
-            opened = post.channel
-            if opened is not None:
-                session.live.pop(opened.stream_id, None)
-                for request_id in members:
-                    if owners.get(request_id) is opened:
-                        del owners[request_id]
+            stream.close_route(channel, routes)
+            if channel.opened:
+                session.live.pop(channel.stream_id, None)
             # Idle time counts from the end of the session's last POST.
             session.last_active = time.monotonic()
-            if not post.done or (admit is not None and not admitted):
+            if not channel.done or (admit is not None and not admitted):
                 with anyio.CancelScope(shield=True):
-                    if not post.done:
-                        await post.open().close()
+                    if not channel.done:
+                        await channel.open().close()
                     if admit is not None and not admitted:
                         await session.end()
 
@@ -297,11 +289,6 @@ class HandshakeEndpoint:
                 revisions=self.app.handshake_revisions,
                 change_buffer=self.app.settings.max_queued_messages,
             ) as connection:
-                feed = connection.feed
-                assert feed is not None
-                feed.sends_now = lambda: (
-                    (route := ROUTE.get()) is not None and route[0] is session.stream
-                )
                 session.peer = connection.peer
                 session.connection = connection
                 task_status.started()
@@ -321,10 +308,13 @@ class HandshakeEndpoint:
     ) -> None:
         """A handshake-era POST without sessions: a connection of its own, primed as
         if ``initialize`` had named the ``MCP-Protocol-Version`` of the request."""
-        post = self._post(send, None, {})
-        # It lasts one request: it takes no change notifications.
+        channel = self._channel(send, None, {})
+        # It lasts one request: it takes no change notifications, and it has no
+        # standalone stream for what is about no request of its POST.
+        stream = PostStream(None)
+        stream.open_route(channel, request_keys(body))
         connection = self.app.server.connection(
-            ChannelStream(post), revisions=self.app.handshake_revisions, changes=False
+            stream, revisions=self.app.handshake_revisions, changes=False
         )
         if peek.method != "initialize":
             revision = version or "2025-03-26"
@@ -334,13 +324,13 @@ class HandshakeEndpoint:
         try:
             events, answer = await connection.peer.feed_request(body)
             if answer is not None:
-                await post.answer(*answer)
-            if not post.done:
-                await settle(post.open(), events)
+                await channel.answer(*answer)
+            if not channel.done:
+                await settle(channel.open(), events)
         finally:
-            if not post.done:
+            if not channel.done:
                 with anyio.CancelScope(shield=True):
-                    await post.open().close()
+                    await channel.open().close()
 
     def _session_of(
         self, headers: dict[str, str]
@@ -504,13 +494,13 @@ def _prime(session: Any, revision: str, *, initialized: bool) -> None:
         session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
 
-async def _cancel_members(owners: dict[RequestId, Channel], events: list[Any]) -> None:
+async def _cancel_members(stream: PostStream, events: list[Any]) -> None:
     """Tell the batch POSTs whose requests the client cancelled (``events`` of a body
     carrying ``notifications/cancelled``) that nothing will answer those."""
     for event in events:
         if isinstance(event, RequestCancelled):
-            channel = owners.get(event.request_id)
-            if channel is not None:
+            channel = stream.channel_of(event.request_id)
+            if channel is not None and channel.opened:
                 await channel.drop(event.request_id)
 
 

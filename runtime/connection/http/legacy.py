@@ -89,7 +89,7 @@ class LegacyStream:
         self._held -= len(data)
         return data
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
         await self._write(encode_event(data))
 
     async def _write(self, chunk: bytes) -> None:

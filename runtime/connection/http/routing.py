@@ -6,24 +6,34 @@ carried the request it is about: the request's answer, and (as the era allows) t
 progress, log messages and server requests its handler sends meanwhile. Messages about
 no request go to the session's standalone ``GET`` stream.
 
-The theory of operation: the app feeds a POST's body to the connection's
-:class:`~mcpspec.runtime.connection.peer.Peer` with :data:`ROUTE` set to that POST:
-the session's stream and the POST's :class:`Post`. A context variable set in a task
-is copied into every task that task starts, so the handlers of the POST's requests, and
-everything they send, see the same route; the :class:`SessionStream` the peer writes to
-reads it on every ``send``, and takes its POST's channel when it is its own session's. A
-connection that carries one POST at a time (:class:`ChannelStream`) holds that POST
-itself, and, when it is reused from POST to POST, takes messages only from senders
-that :data:`ROUTE` says are the POST's.
-Nothing is parsed to route a message but the two members that tell a response from the
-rest (``id``, ``method``).
+The theory of operation: what a message is about is said, never guessed from where it
+is sent. A response is about the request it answers (its id). Any other message is
+about the request its sender names: the peer's ``send``, ``notify`` and ``request``
+take a ``related_request_id`` and hand it to the stream's ``send``; a handler's
+:class:`~mcpspec.runtime.connection.context.RequestContext` names its own request
+while it runs (and none once it was answered: a task the handler left behind sends
+about no request). A change announced to a session is about no request (up to
+2025-11-25) or about the ``subscriptions/listen`` request it is delivered to
+(2026-07-28).
+
+Every server connection over HTTP writes to a :class:`PostStream`. The app feeds a
+POST's body to the connection's :class:`~mcpspec.runtime.connection.peer.Peer`
+having opened the POST's routes on the stream: the ids of the requests the body
+carries, and the null id (for the answer to a body that could not be read), each
+leading to the POST's :class:`Channel` until the POST ends. The stream sends a message to
+the POST its id or its relation leads to; a message about no request (or a request no
+longer open) goes to the session's standalone stream, or, where there is none
+(2026-07-28, a POST without sessions), cannot be sent. A 2026-07-28 connection, reused
+from POST to POST, so never carries a message of one POST's handler on another's
+response, even when both requests have the same id. Nothing is parsed to route a
+message but the two members that tell a response from the rest (``id``, ``method``).
 
 Most POSTs carry one request whose handler answers at once, sending nothing else and
-never waiting: the answer is the whole response, written as JSON by the POST's
-:class:`Post` itself. The POST's :class:`Channel`, with what it takes to carry more
-(a stream, a lock, the session's record of open streams), is made only when more
-comes: a message sent while the request runs, the handler's first wait, a body that
-is no single request.
+never waiting: the answer is the whole response, written as JSON at once. A POST's
+:class:`Channel` is opened, and noted by its session among its open streams (for a
+``GET`` resuming one, for a session ending under it), only when more may come: a
+message sent while the request runs, a handler that may wait, a body that is no
+single request.
 
 A :class:`Channel` answers its POST lazily, without a task of its own: the first
 message decides. A response that completes the POST is sent as ``application/json``;
@@ -35,7 +45,6 @@ it. The writes happen in the task that sends the message, under the channel's lo
 from __future__ import annotations
 
 import collections
-import contextvars
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -51,27 +60,18 @@ from .asgi import Send, start_response
 from .sse import SSE_HEADERS, encode_event
 
 __all__ = [
-    "ROUTE",
     "Answer",
     "Channel",
-    "ChannelStream",
     "ChannelTerms",
     "Divert",
-    "Post",
-    "SessionStream",
+    "PostStream",
+    "RouteKey",
     "answers_in",
     "is_request",
+    "request_keys",
 ]
 
 logger = logging.getLogger("mcpspec.http")
-
-#: The POST whose messages the current task sends: the session's stream and the POST
-#: (``None``: the standalone stream). A stream takes the POST's channel only when it
-#: is its own: a handler may send on another session's stream (a change announced to
-#: every client), and that message leaves on the other session's standalone stream.
-ROUTE: contextvars.ContextVar[tuple[SessionStream, Post] | None] = contextvars.ContextVar(
-    "mcpspec_http_route", default=None
-)
 
 
 class _ErrorCode(msgspec.Struct):
@@ -221,13 +221,19 @@ class ChannelTerms:
 
 
 class Channel:
-    """The response of one POST: the messages about its requests.
+    """The response of one POST: the messages about its requests, where the routes of a
+    :class:`PostStream` lead.
 
     ``send`` is the ASGI send of the POST; ``terms`` (:class:`ChannelTerms`) how it
-    may answer. ``stream_id`` names its SSE stream within the session; ``headers`` are
-    the caller's extra response headers (its dict itself: it may add one until the
-    response starts). ``carried`` is the id of the POST's only request, when the app
-    knows it before the body is fed (so that a session ending under it answers it).
+    may answer. ``headers`` are the caller's extra response headers (its dict itself:
+    it may add one until the response starts). ``carried`` is the id of the POST's only
+    request, when the app knows it before the body is fed (so that a session ending
+    under it answers it). ``on_open`` is called when the channel is opened
+    (:meth:`open`): a session notes it among its open streams, naming its SSE stream
+    (``stream_id``).
+
+    A POST whose only request is answered before anything else happened is never
+    opened: :meth:`answer` writes the answer as the whole JSON response.
 
     A POST that carried a request never gets ``202``: a request the session ended under
     is answered with an error; one the client cancelled is answered by an SSE stream
@@ -243,6 +249,7 @@ class Channel:
         "_headers",
         "_held",
         "_lock",
+        "_on_open",
         "_send",
         "_terms",
         "carried",
@@ -251,6 +258,7 @@ class Channel:
         "gone",
         "mode",
         "on_gone",
+        "opened",
         "status",
         "stream_id",
     )
@@ -259,13 +267,17 @@ class Channel:
         self,
         send: Send,
         terms: ChannelTerms,
-        stream_id: str = "",
         headers: dict[str, str] | None = None,
         carried: RequestId | None = None,
+        on_open: Callable[[Channel], None] | None = None,
     ) -> None:
         self._send = send
         self._terms = terms
-        self.stream_id = stream_id
+        #: Its SSE stream's id within the session (given when it is opened).
+        self.stream_id = ""
+        self._on_open = on_open
+        #: Whether it was opened: it may carry more than a single answer.
+        self.opened = False
         self._headers = headers if headers is not None else {}
         self.carried = carried
         #: The status of a JSON answer, when the app knows it (else ``terms.status_of``).
@@ -299,6 +311,17 @@ class Channel:
         self.on_gone: Callable[[], object] | None = None
 
     # -- what the POST's task does --------------------------------------------------------
+
+    def open(self) -> Channel:
+        """Make ready to carry more than a single answer (a handler that waits, a batch,
+        a message before the answer): noted by its session (``on_open``) until the POST
+        ends. Returns the channel itself."""
+        if not self.opened:
+            self.opened = True
+            on_open = self._on_open
+            if on_open is not None and not self.done:
+                on_open(self)
+        return self
 
     async def expect(self, request_ids: Iterable[RequestId]) -> None:
         """Say which requests the POST carried; the response ends once each is
@@ -357,12 +380,12 @@ class Channel:
 
     # -- what the session's sends do ----------------------------------------------------------
 
-    async def put(self, data: bytes) -> None:
-        """Take one message of the server about this POST."""
+    async def put(self, data: bytes, answers: list[Answer] | None) -> None:
+        """Take one message of the server about this POST (``answers``: the responses
+        it holds, as :func:`answers_in` reads them; ``None``: it is no response)."""
         if self.done:
-            await self._after_done(data)
+            await self._after_done(data, answers)
             return
-        answers = answers_in(data)
         async with self._lock:
             if answers is not None:
                 await self._take(data)
@@ -382,10 +405,10 @@ class Channel:
             else:
                 await self._elsewhere(data)
 
-    async def _after_done(self, data: bytes) -> None:
+    async def _after_done(self, data: bytes, answers: list[Answer] | None) -> None:
         """A message about this POST once its response ended: a request or notification
         goes elsewhere; a response is dropped (no other stream may carry it)."""
-        if answers_in(data) is None:
+        if answers is None:
             await self._elsewhere(data)
         else:
             logger.debug("a response for a POST whose response ended is dropped")
@@ -404,7 +427,7 @@ class Channel:
             or self._lock.held
             or self._expected is not None
         ):
-            await self.put(data)
+            await self.put(data, answers_in(data))
             return
         # Done from here: what the session sends meanwhile goes elsewhere, as it would
         # once the response was sent.
@@ -592,131 +615,104 @@ async def write_json(
     return True
 
 
-#: Makes the :class:`Channel` of a :class:`Post` (and notes it where its session keeps
-#: the POSTs' open streams).
-Opener = Callable[["Post"], Channel]
+#: What a POST is found by among the routes of a stream: the id of one of its
+#: requests, or ``None`` for the responses with a null id (a body that could not be
+#: read is answered so).
+RouteKey = RequestId | None
 
 
-class Post:
-    """One POST, as :data:`ROUTE` names it: its ASGI ``send``, how it may answer
-    (``terms``, ``headers``, ``carried``: as :class:`Channel` takes them), and its
-    :class:`Channel` once one is made (:meth:`open`; ``opener`` makes it, else a plain
-    one). ``on_gone`` is handed to the channel. A POST whose only request is answered
-    before anything else happened needs no channel: :meth:`answer` writes the answer
-    as the whole JSON response.
+class PostStream:
+    """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a server
+    connection over Streamable HTTP: its messages arrive as POST bodies (fed to its
+    peer directly) and leave on the response of the POST they are about (its
+    :class:`Channel`), else through ``standalone`` (a handshake session's ``GET``
+    stream; ``None``: there is none, and such a message cannot be sent).
+
+    A POST takes its routes for as long as it is open (:meth:`open_route`): the ids of
+    the requests its body carries, and the null id. A response goes to the POST of
+    the request it answers; any other message to the POST of the request it relates
+    to (``related_request_id``), or, relating to none (or to one no longer open),
+    through ``standalone``. ``receive`` only waits for the end.
     """
 
-    __slots__ = (
-        "_answered",
-        "_opener",
-        "carried",
-        "channel",
-        "headers",
-        "on_gone",
-        "send",
-        "terms",
-    )
-
-    def __init__(
-        self,
-        send: Send,
-        terms: ChannelTerms,
-        headers: dict[str, str] | None = None,
-        carried: RequestId | None = None,
-        opener: Opener | None = None,
-    ) -> None:
-        self.send = send
-        self.terms = terms
-        self.headers = headers if headers is not None else {}
-        self.carried = carried
-        self._opener = opener
-        #: The POST's channel, once made.
-        self.channel: Channel | None = None
-        #: Called once when the client is found gone (set before the channel is made).
-        self.on_gone: Callable[[], object] | None = None
-        #: Answered by :meth:`answer` without a channel.
-        self._answered = False
-
-    def open(self) -> Channel:
-        """The POST's channel, made now if it was not yet."""
-        channel = self.channel
-        if channel is None:
-            opener = self._opener
-            if opener is None or self._answered:
-                channel = Channel(self.send, self.terms, "", self.headers, self.carried)
-            else:
-                channel = opener(self)
-            if self._answered:
-                # For what the handler's leftover tasks send: a response that ended.
-                channel.mode = "json"
-                channel.done = True
-            channel.on_gone = self.on_gone
-            self.channel = channel
-        return channel
-
-    async def answer(self, data: bytes, error_code: int | None) -> None:
-        """Take the answer to the POST's only request, handed back by its peer (see
-        :meth:`Channel.answer`): with no channel made, nothing came before it, and it
-        is the whole response."""
-        channel = self.channel
-        if channel is not None:
-            await channel.answer(data, error_code)
-            return
-        terms = self.terms
-        status_of = terms.status_of
-        status = status_of([error_code]) if status_of is not None else 200
-        self._answered = True
-        await write_json(self.send, status, self.headers, data, terms.stall)
-
-    @property
-    def done(self) -> bool:
-        """Whether the POST's response has ended."""
-        channel = self.channel
-        return self._answered or (channel is not None and channel.done)
-
-
-class SessionStream:
-    """The :class:`~mcpspec.runtime.connection.transport.MessageStream` of a
-    connection whose messages arrive as POST bodies (fed to its peer directly) and
-    leave on the response of the POST they are about (:data:`ROUTE`), or through
-    ``standalone`` when they are about none. ``receive`` only waits for the end."""
+    __slots__ = ("_closed", "_routes", "_standalone")
 
     _completes_sends = True
 
-    def __init__(self, standalone: Divert) -> None:
+    def __init__(self, standalone: Divert | None) -> None:
         self._standalone = standalone
         self._closed = anyio.Event()
-        #: The channel of each request of a batch in flight, by id: the batch's reply
-        #: may be flushed from another POST's task (a sibling's cancellation).
-        self.owners: dict[RequestId, Channel] = {}
+        #: The channel of the POST of each request in flight (and of the null id).
+        self._routes: dict[RouteKey, Channel] = {}
+
+    def open_route(
+        self, channel: Channel, keys: Iterable[RouteKey]
+    ) -> list[tuple[RouteKey, Channel | None]]:
+        """Send what is about ``keys`` to ``channel`` until :meth:`close_route`; returns
+        the keys taken, with the POST each was taken from (to hand back to it).
+
+        A request id another open POST holds stays that POST's: a client reusing the id
+        of a request in flight is refused by the session, which writes nothing about
+        the reused id, and the first request's messages must not follow the second.
+        The null id is the newest POST's: the session answers a body it cannot read
+        while it is fed, and the POST that carried it is the one fed last."""
+        routes = self._routes
+        taken: list[tuple[RouteKey, Channel | None]] = []
+        for key in keys:
+            holder = routes.get(key)
+            if key is not None and holder is not None and not holder.done:
+                continue
+            taken.append((key, holder))
+            routes[key] = channel
+        return taken
+
+    def close_route(self, channel: Channel, taken: list[tuple[RouteKey, Channel | None]]) -> None:
+        """The POST of ``channel`` ended: what is about the keys it took has no POST
+        any more (or, for the null id taken from another POST still open, that one's
+        again)."""
+        routes = self._routes
+        for key, previous in taken:
+            if routes.get(key) is channel:
+                if previous is None or previous.done:
+                    del routes[key]
+                else:
+                    routes[key] = previous
+
+    def channel_of(self, request_id: RequestId) -> Channel | None:
+        """The channel of the open POST that carried the request ``request_id``, if
+        any."""
+        return self._routes.get(request_id)
 
     async def receive(self) -> bytes:
         await self._closed.wait()
         raise ConnectionClosed("the HTTP session ended")
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP session ended")
-        channel = self._owner(data) if self.owners else None
-        if channel is None:
-            route = ROUTE.get()
-            if route is not None and route[0] is self:
-                channel = route[1].open()
-        if channel is not None:
-            await channel.put(data)
-        else:
-            await self._standalone(data)
-
-    def _owner(self, data: bytes) -> Channel | None:
-        """The channel of the batch a response answers (``None``: not such a one)."""
         answers = answers_in(data)
-        if answers is None:
-            return None
+        if answers is not None:
+            channel = self._answered(answers)
+            if channel is None:
+                logger.debug("a response whose request has no open POST is dropped")
+                return
+            await channel.open().put(data, answers)
+            return
+        channel = None if related_request_id is None else self._routes.get(related_request_id)
+        if channel is not None:
+            await channel.open().put(data, answers)
+        elif self._standalone is not None:
+            await self._standalone(data)
+        else:
+            raise ConnectionClosed("the request ended: no stream can carry this message")
+
+    def _answered(self, answers: list[Answer]) -> Channel | None:
+        """The channel of the requests a response (or a batch's reply) answers."""
+        routes = self._routes
         for answer in answers:
-            if answer.request_id is not None:
-                channel = self.owners.get(answer.request_id)
-                if channel is not None:
-                    return channel
+            channel = routes.get(answer.request_id)
+            if channel is not None:
+                return channel
         return None
 
     async def aclose(self) -> None:
@@ -727,33 +723,40 @@ class SessionStream:
         return self._closed.is_set()
 
 
-class ChannelStream(SessionStream):
-    """The message stream of a connection whose every message is about the one POST
-    it carries now (2026-07-28, or a handshake-era POST without sessions).
-
-    Any task may send on it, unless it is ``guarded``: then only the POST's own task
-    and the tasks started from it (:data:`ROUTE` names the POST there). A guarded
-    connection carries one POST after another, and a task that a handler left behind,
-    still sending once its request ended, must find it closed rather than write on
-    the response of whichever request, of whichever client, has it by then.
-    """
-
-    def __init__(self, post: Post | None, *, guarded: bool = False) -> None:
-        super().__init__(_no_standalone)
-        #: The POST whose messages it carries now (``None`` between POSTs).
-        self.post = post
-        self._guarded = guarded
-
-    async def send(self, data: bytes) -> None:
-        post = self.post
-        if self.closed or post is None:
-            raise ConnectionClosed("the request ended")
-        if self._guarded:
-            route = ROUTE.get()
-            if route is None or route[1] is not post:
-                raise ConnectionClosed("the request ended")
-        await post.open().put(data)
+def request_keys(data: bytes) -> list[RouteKey]:
+    """The route keys of a POST body: the ids of the messages it carries that are no
+    responses (requests, and what may be answered as one that is broken), read from a
+    batch member by member (one that is not an object has none), and ``None``."""
+    try:
+        members = _MEMBERS.decode(data) if data.lstrip()[:1] == b"[" else [msgspec.Raw(data)]
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return [None]
+    keys: list[RouteKey] = []
+    for member in members:
+        try:
+            kind = _MEMBER.decode(member)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            continue
+        request_id = kind.id
+        is_response = kind.method is None and (kind.result is not None or kind.error is not None)
+        if (
+            isinstance(request_id, (int, str))
+            and not isinstance(request_id, bool)
+            and not is_response
+        ):
+            keys.append(request_id)
+    keys.append(None)
+    return keys
 
 
-async def _no_standalone(data: bytes) -> None:
-    raise ConnectionClosed("this connection has no standalone stream")
+class _Member(msgspec.Struct):
+    """What tells a message that is no response, and its id (the rest left unread)."""
+
+    id: Any = None
+    method: Any = None
+    result: msgspec.Raw | None = None
+    error: msgspec.Raw | None = None
+
+
+_MEMBER: Final = msgspec.json.Decoder(_Member)
+_MEMBERS: Final = msgspec.json.Decoder(list[msgspec.Raw])

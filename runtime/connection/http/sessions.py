@@ -25,7 +25,7 @@ import anyio
 
 from ..peer import Peer
 from .events import EventStore
-from .routing import Channel, ChannelTerms, Post, SessionStream
+from .routing import Channel, ChannelTerms, PostStream
 from .sse import encode_event
 
 __all__ = ["HandshakeSession", "SessionTable", "new_id"]
@@ -50,7 +50,7 @@ class HandshakeSession:
     ) -> None:
         self.id = session_id
         self.last_active = time.monotonic()
-        self.stream = SessionStream(self.to_standalone)
+        self.stream = PostStream(self.to_standalone)
         #: Set by the app once the connection is made.
         self.peer: Peer[Any] | None = None
         self.connection: Any = None
@@ -83,13 +83,12 @@ class HandshakeSession:
         self._streams += 1
         return str(self._streams)
 
-    def open_channel(self, post: Post) -> Channel:
-        """The channel of one of the session's POSTs (an :data:`~.routing.Opener`),
-        noted among its open streams until the POST ends."""
+    def note_channel(self, channel: Channel) -> None:
+        """Note the channel of one of the session's POSTs, opened, among its open
+        streams (until the POST ends), naming its SSE stream."""
         # Unique within the session is enough: a stream's events go to its own client.
-        channel = Channel(post.send, post.terms, self.next_stream_id(), post.headers, post.carried)
+        channel.stream_id = self.next_stream_id()
         self.live[channel.stream_id] = channel
-        return channel
 
     @property
     def revision(self) -> str | None:

@@ -5,10 +5,11 @@ request is handled in the POST's own task by a connection of the server made for
 one taken from a small pool when the last request of that connection left nothing
 behind, since building a session costs more than handling an echo. The answer is JSON,
 or an SSE stream when progress or log messages come before it (:mod:`.routing`); the
-client closing the connection cancels the handler. A pooled connection takes messages
-only from the task of the POST it carries and the tasks started from it: a task a
-handler left behind finds the connection closed once its request ended, even when it
-carries another client's POST by then. ``subscriptions/listen`` keeps its stream open,
+client closing the connection cancels the handler. A pooled connection carries only
+messages about the request of the POST it carries now (:mod:`.routing`): a task a
+handler left behind sends about no request once its request ended, and finds no
+stream to send on, even when the connection carries another client's POST by then
+(whose request may have the same id). ``subscriptions/listen`` keeps its stream open,
 with keep-alive comments, until the client goes away; the changes announced meanwhile
 are queued for it (the announcer never waits on a listener), and a listener that lets
 more than ``max_queued_messages`` pile up is dropped: its stream ends.
@@ -30,7 +31,7 @@ from ..changes import DROP_GRACE
 from ..handling import Handling
 from ..peer import Peer
 from .asgi import Receive, Send, client_gone, respond
-from .routing import ROUTE, Channel, ChannelStream, ChannelTerms, Post
+from .routing import Channel, ChannelTerms, PostStream, RouteKey, request_keys
 from .sse import KEEPALIVE
 from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
 
@@ -49,9 +50,10 @@ class _StatelessConnection:
 
     __slots__ = ("connection", "peer", "stream")
 
-    def __init__(self, app: HttpApp, *, pooled: bool, listen: bool = False) -> None:
-        # Reused from POST to POST: only the POST's own tasks may send on it.
-        self.stream = ChannelStream(None, guarded=pooled)
+    def __init__(self, app: HttpApp, *, listen: bool = False) -> None:
+        # Reused from POST to POST: what is about no request of the POST it carries
+        # now has no stream (there is no standalone stream in 2026-07-28).
+        self.stream = PostStream(None)
         # A listen request takes change notifications, buffered: an announcer only
         # queues, and the request's own task sends.
         self.connection = app.server.connection(
@@ -67,11 +69,18 @@ class _StatelessConnection:
         return self.connection.session.idle and not self.peer.handling
 
 
-async def _cancel_on_disconnect(receive: Receive, handling: Handling) -> None:
+async def _cancel_on_disconnect(
+    receive: Receive, handling: Handling, watching: anyio.CancelScope
+) -> None:
     """Cancel the request when its client goes away (2026-07-28: closing the stream is
-    cancelling)."""
-    await client_gone(receive)
-    handling.cancel()
+    cancelling), until ``watching`` is cancelled (the request was answered).
+
+    The watch ends in its own scope rather than by cancelling its task: an asyncio task
+    that ends cancelled keeps its exception in a reference cycle with its frames, left
+    for the garbage collector once per POST."""
+    with watching:
+        await client_gone(receive)
+        handling.cancel()
 
 
 class StatelessEndpoint:
@@ -128,19 +137,21 @@ class StatelessEndpoint:
         listen = peek.method == "subscriptions/listen"
         # The answer to a listen request is an SSE stream whatever json_response says:
         # its first message is the acknowledgement, long before the response.
-        post = Post(send, self._terms[listen, refused])
+        channel = Channel(send, self._terms[listen, refused])
         # A connection whose last request ended leaves nothing behind: the next POST
         # takes it over instead of building a session (and its dispatch table) anew.
         if listen:
-            pooled = _StatelessConnection(self.app, pooled=False, listen=True)
+            pooled = _StatelessConnection(self.app, listen=True)
         else:
-            pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app, pooled=True)
-        pooled.stream.post = post
+            pooled = self._idle.pop() if self._idle else _StatelessConnection(self.app)
+        keys: list[RouteKey] = (
+            [peek.id, None] if type(peek.id) in (int, str) and is_request else request_keys(body)
+        )
+        routes = pooled.stream.open_route(channel, keys)
         peer = pooled.peer
         feed = pooled.connection.feed
         events: list[Any] = []
         listening: anyio.CancelScope | None = None
-        token = ROUTE.set((pooled.stream, post))
         try:
             if not is_request:
                 events = await peer.feed(body, inline=True)
@@ -148,18 +159,21 @@ class StatelessEndpoint:
                 # The handler runs in this task; the client closing the connection, or
                 # no longer reading, cancels it.
                 handling = Handling()
-                post.on_gone = handling.cancel
-                async with anyio.create_task_group() as watching:
-                    watching.start_soon(_cancel_on_disconnect, receive, handling)
-                    events, answer = await peer.feed_request(body, handling)
-                    watching.cancel_scope.cancel()
+                channel.on_gone = handling.cancel
+                watching = anyio.CancelScope()
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(_cancel_on_disconnect, receive, handling, watching)
+                    try:
+                        events, answer = await peer.feed_request(body, handling)
+                    finally:
+                        watching.cancel()
                 if answer is not None:
-                    await post.answer(*answer)
-                    if post.done:
+                    await channel.answer(*answer)
+                    if channel.done:
                         return
             else:
                 assert feed is not None
-                channel = post.open()
+                channel.open()
                 with server.announcing(pooled.connection):
                     async with anyio.create_task_group() as task_group:
                         channel.on_gone = task_group.cancel_scope.cancel
@@ -174,21 +188,19 @@ class StatelessEndpoint:
                         task_group.cancel_scope.cancel()
                 if feed.dropped:
                     return  # the client stopped reading: its stream ends below
-            await settle(post.open(), events)
+            await settle(channel.open(), events)
         finally:
-            ROUTE.reset(token)
+            pooled.stream.close_route(channel, routes)
             if listen:
                 if listening is not None:
                     self._listeners.pop(listening, None)
-            else:
-                pooled.stream.post = None
-                if pooled.clean() and len(self._idle) < _POOL_SIZE:
-                    self._idle.append(pooled)
-            if not post.done:
+            elif pooled.clean() and len(self._idle) < _POOL_SIZE:
+                self._idle.append(pooled)
+            if not channel.done:
                 # A listener's client may have stopped reading: its stream gets a
                 # moment to end, and is left as it is after that.
                 with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
-                    await post.open().close()
+                    await channel.open().close()
 
     def _listening(self, scope: anyio.CancelScope) -> None:
         """A ``subscriptions/listen`` request (in ``scope``) opened its stream: past

@@ -21,11 +21,6 @@ pytestmark = pytest.mark.anyio
 TERMS = ChannelTerms(sse=True)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Post:
     """The ASGI ``send`` of one POST, keeping what was sent."""
 

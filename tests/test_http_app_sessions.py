@@ -22,7 +22,7 @@ import anyio.abc
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import events as events_module
+from mcpspec.runtime.connection.http import event_store as events_module
 from mcpspec.runtime.connection.http import handshake as handshake_module
 from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http import sessions as sessions_module

@@ -18,9 +18,9 @@ SESSION_MODULES = [
     "events",
     "inbound",
     "misuse",
-    "models",
-    "negotiating",
-    "negotiation",
+    "protocol_models",
+    "negotiation_part",
+    "version_negotiation",
     "outbound",
     "pending",
     "progress",
@@ -29,7 +29,7 @@ SESSION_MODULES = [
     "session",
     "state",
     "stateless",
-    "terms",
+    "negotiated_terms",
     "violations",
 ]
 
@@ -55,8 +55,8 @@ def test_revision_module_does_not_import_the_sessions() -> None:
 
 def test_session_names_resolve_on_first_use() -> None:
     loaded = _loaded_after("from mcpspec.runtime import ServerSession")
-    assert {"mcpspec.runtime.server", "mcpspec.runtime.core"} <= set(loaded)
-    assert "mcpspec.runtime.client" not in loaded
+    assert {"mcpspec.runtime.session.server", "mcpspec.runtime.session.core"} <= set(loaded)
+    assert "mcpspec.runtime.session.client" not in loaded
 
 
 def test_every_exported_name_resolves() -> None:

@@ -1,6 +1,6 @@
 """One rule path: a rule written once is enforced by both sessions in both directions.
 
-A :class:`~mcpspec.runtime.checks.MessageRule` registered in the rule table is checked
+A :class:`~mcpspec.runtime.session.checks.MessageRule` registered in the rule table is checked
 on ``send`` (the local misuse raises, nothing is sent) and on ``receive`` (the peer's
 message becomes a violation; a request is answered with the rule's error), by the same
 check, in the protocol models and for the senders it names.
@@ -25,7 +25,8 @@ from mcpspec.runtime import (
     RequestReceived,
     Rule,
 )
-from mcpspec.runtime.checks import (
+from mcpspec.runtime.declared import ProtocolModel
+from mcpspec.runtime.session.checks import (
     MESSAGE_RULES,
     NEW_ID,
     REQUEST_RULES,
@@ -35,9 +36,8 @@ from mcpspec.runtime.checks import (
     register,
     unregister,
 )
-from mcpspec.runtime.contract import ProtocolModel
-from mcpspec.runtime.server import ServerNegotiation
-from mcpspec.runtime.state import Role
+from mcpspec.runtime.session.server import ServerNegotiation
+from mcpspec.runtime.session.state import Role
 
 from .session_kit import connect, meta_for, wire
 

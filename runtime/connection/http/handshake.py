@@ -22,8 +22,8 @@ import msgspec
 
 from mcpspec.runtime.envelope import RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
-from mcpspec.runtime.events import RequestCancelled, RequestReceived
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.events import RequestCancelled, RequestReceived
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..errors import RequestError
 from ..peer import HandedBack
@@ -40,8 +40,8 @@ from .wire import (
     BodyPeek,
     bad_request,
     error_body,
+    expect_answers,
     refuse,
-    settle,
 )
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class HandshakeEndpoint:
                 await _cancel_members(owners, events)
             if not post.done:
                 channel = post.open()
-                await settle(channel, events)
+                await expect_answers(channel, events)
                 if not inline:
                     # Until its requests are answered; a session that ends closes it.
                     await channel.hold_open()
@@ -336,7 +336,7 @@ class HandshakeEndpoint:
             if answer is not None:
                 await post.answer(*answer)
             if not post.done:
-                await settle(post.open(), events)
+                await expect_answers(post.open(), events)
         finally:
             if not post.done:
                 with anyio.CancelScope(shield=True):

@@ -14,7 +14,7 @@ dispatch tables:
 
 ``mcpspec._revisions.PROTOCOL_MODELS`` lists the protocol model of every revision
 without importing the revision modules;
-:func:`mcpspec.runtime.negotiation.protocol_model` reads it.
+:func:`mcpspec.runtime.session.version_negotiation.protocol_model` reads it.
 """
 
 from __future__ import annotations

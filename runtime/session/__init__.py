@@ -3,28 +3,28 @@
 A session turns the bytes of one framed wire message into typed events (``receive``)
 and generated message values into bytes (``send``). It does no I/O: the caller reads
 frames from a transport, feeds them in, and writes out what ``send`` returns (and the
-``data`` of any :class:`~mcpspec.runtime.events.Outgoing` event).
+``data`` of any :class:`~mcpspec.runtime.session.events.Outgoing` event).
 
 Wire input never raises: a message that breaks a rule becomes a
-:class:`~mcpspec.runtime.events.ProtocolViolation`. Local misuse raises a
-:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass, and nothing is sent.
+:class:`~mcpspec.runtime.session.events.ProtocolViolation`. Local misuse raises a
+:class:`~mcpspec.runtime.session.misuse.LocalProtocolError` subclass, and nothing is sent.
 
 Where things are:
 
-- :mod:`.core`: :class:`~mcpspec.runtime.core.Session`, one connection assembled from
+- :mod:`.core`: :class:`~mcpspec.runtime.session.core.Session`, one connection assembled from
   parts (its docstring is the theory of operation);
 - the parts, each with one job: the lifecycle (:mod:`.state`, phases and gates as
   tables), requests in flight and owed answers (:mod:`.pending`), progress tokens
   (:mod:`.progress`), subscriptions and the ``_meta`` of stateless requests
-  (:mod:`.stateless`), the negotiation state (:mod:`.terms`), violation events
+  (:mod:`.stateless`), the negotiation state (:mod:`.negotiated_terms`), violation events
   (:mod:`.violations`);
 - the two paths: ``receive`` (:mod:`.inbound`, dispatch by message class) and ``send``
   (:mod:`.outbound`);
 - the rules, each written once: single messages in the rule table (:mod:`.checks`),
-  what differs between the protocol models (:mod:`.models`), capabilities
-  (:mod:`.capabilities`), version negotiation (:mod:`.negotiation`);
+  what differs between the protocol models (:mod:`.protocol_models`), capabilities
+  (:mod:`.capabilities`), version negotiation (:mod:`.version_negotiation`);
 - the one thing a server and a client do differently, negotiating
-  (:mod:`.negotiating`; :mod:`.server`, :mod:`.client`, which also hold the public
+  (:mod:`.negotiation_part`; :mod:`.server`, :mod:`.client`, which also hold the public
   classes).
 """
 

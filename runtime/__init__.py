@@ -6,10 +6,16 @@ reason; :class:`ResultResponse` and :class:`ErrorResponse` are the JSON-RPC resp
 envelopes; :func:`protocol_model` says how a revision negotiates (a
 :class:`ProtocolModel`, as its generated module declares).
 
+The folders are the layers. This package's own modules are the codec layer, what the
+generated revision modules import (:mod:`.codec`, :mod:`.declared`, :mod:`.envelope`,
+:mod:`.errors`, :mod:`.unions`); :mod:`.session` is the sans-IO session core above it;
+:mod:`.connection` does the I/O (anyio: stdio, Streamable HTTP).
+
 The sans-IO sessions (:class:`ServerSession`, :class:`ClientSession`), their events
 (``RequestReceived``, ``ProtocolViolation``, ...), the :class:`Rule` table and the
-local-misuse exceptions are imported on first use, so that importing a revision module
-(which imports the codec, hence this package) stays cheap.
+local-misuse exceptions are exported here too, imported from :mod:`.session` on first
+use, so that importing a revision module (which imports the codec, hence this package)
+stays cheap.
 """
 
 from __future__ import annotations

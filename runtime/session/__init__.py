@@ -9,10 +9,11 @@ Wire input never raises: a message that breaks a rule becomes a
 :class:`~mcpspec.runtime.session.events.ProtocolViolation`. Local misuse raises a
 :class:`~mcpspec.runtime.session.misuse.LocalProtocolError` subclass, and nothing is sent.
 
-Where things are:
+This package is the sans-IO layer: above the codec (``mcpspec.runtime``), below the
+connections (``mcpspec.runtime.connection``, which does the I/O). Where things are:
 
-- :mod:`.core`: :class:`~mcpspec.runtime.session.core.Session`, one connection assembled from
-  parts (its docstring is the theory of operation);
+- :mod:`.core`: :class:`~.core.Session`, one connection assembled from parts (its
+  docstring is the theory of operation);
 - the parts, each with one job: the lifecycle (:mod:`.state`, phases and gates as
   tables), requests in flight and owed answers (:mod:`.pending`), progress tokens
   (:mod:`.progress`), subscriptions and the ``_meta`` of stateless requests
@@ -30,7 +31,30 @@ Where things are:
 
 from __future__ import annotations
 
-from .client import ClientSession
-from .server import ServerSession
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import ClientSession
+    from .server import ServerSession
 
 __all__ = ["ClientSession", "ServerSession"]
+
+#: Each class is imported on first use: a server needs nothing of the client's module,
+#: and importing one module of this package (``mcpspec.runtime`` imports the rules and
+#: events by name) should not import both sides.
+_LAZY = {"ClientSession": "client", "ServerSession": "server"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -65,7 +65,7 @@ _MODERN_REFUSALS = frozenset(
 
 
 class ClientNegotiation:
-    """How a client negotiates (see :class:`~mcpspec.runtime.session.negotiation_part.Negotiation`)."""
+    """How a client negotiates (see :class:`~.negotiation_part.Negotiation`)."""
 
     def __init__(self, session: Session, plan: str) -> None:
         self._session = session

@@ -11,7 +11,7 @@ A session is a handful of parts, each with one job, and two paths through them:
 * :class:`~mcpspec.runtime.session.progress.ProgressTracker`: progress tokens both ways;
 * :class:`~mcpspec.runtime.session.stateless.Subscriptions`: open ``subscriptions/listen``
   streams (2026-07-28);
-* :class:`~mcpspec.runtime.session.negotiated_terms.NegotiatedTerms`: the negotiation state, the revision in use
+* :class:`~.negotiated_terms.NegotiatedTerms`: the negotiation state, the revision in use
   with its protocol model (:mod:`.protocol_models`) and rule tables, and what both sides
   declared;
 * a negotiation part, the only one that differs between a server and a client
@@ -102,10 +102,9 @@ class Session:
 
     # -- the two paths ----------------------------------------------------------------------
 
-    #: ``receive(data)``: the events of one framed wire message; never raises. It is
-    #: the receiving part's own method (:meth:`Receiver.receive
-    #: <mcpspec.runtime.session.inbound.Receiver.receive>`), bound here once, so that a message
-    #: takes no call in between on the hottest path.
+    #: ``receive(data)``: the events of one framed wire message; never raises. The
+    #: session adds nothing to what its receiving part does, so this is that part's own
+    #: method (:meth:`Receiver.receive <.inbound.Receiver.receive>`).
     receive: Callable[[bytes], list[Event]]
 
     def receive_unread(self, head: bytes, reason: str) -> list[Event] | None:

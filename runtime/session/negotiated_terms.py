@@ -1,10 +1,10 @@
-"""The negotiation state of one session: the revision in use and what it defines for
+"""The negotiated terms of one session: the revision in use and what it defines for
 this side, and what the two sides declared of themselves.
 
-:class:`NegotiatedTerms` changes in two ways only: :meth:`NegotiatedTerms.use` switches the revision (while
-negotiation picks one), and :meth:`NegotiatedTerms.declare` replaces this side's capabilities
-(when its ``initialize`` or discover answer states them). The session rebuilds its
-receive and send tables after either. Everything else here is read.
+:class:`NegotiatedTerms` changes in two ways only: :meth:`~NegotiatedTerms.use` switches
+the revision (while negotiation picks one), and :meth:`~NegotiatedTerms.declare` replaces
+this side's capabilities (when its ``initialize`` or discover answer states them). The
+session rebuilds its receive and send tables after either. Everything else here is read.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Negotiation is the one thing a server and a client do differently, so each has its own
 part (:class:`~mcpspec.runtime.session.server.ServerNegotiation`,
 :class:`~mcpspec.runtime.session.client.ClientNegotiation`); everything else of a session is
-the same for both, told apart by role data (:class:`~mcpspec.runtime.session.negotiated_terms.NegotiatedTerms`).
+the same for both, told apart by role data (:class:`~.negotiated_terms.NegotiatedTerms`).
 The parts hand over only the messages that negotiate: ``initialize`` and its answer,
 ``notifications/initialized``, ``server/discover`` and its answer, the first message a
 server reads, and the first valid request of the stateless model. Each method says when

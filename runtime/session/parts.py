@@ -1,5 +1,6 @@
-"""The parts of one session, handed together to its receiving and sending parts (see
-:mod:`.core` for what each does)."""
+"""The parts of one session (:class:`SessionParts`), handed together to the two paths
+through them, receiving and sending (:class:`MessagePath`); :mod:`.core` says what each
+part does."""
 
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ class SessionParts(NamedTuple):
 
 
 class MessagePath:
-    """A part that works on the others (the receiving and the sending part): the parts
-    it shares, bound once as attributes, with the pending table's and the progress
-    tracker's dicts that hot paths read; and the negotiation part it hands the messages
-    that negotiate to."""
+    """A path through the session's parts (the receiving and the sending part are the
+    two): the parts it shares, as attributes (with the pending table's and the progress
+    tracker's dicts, which nearly every message reads), and the negotiation part it hands
+    the messages that negotiate to."""
 
     def __init__(self, parts: SessionParts) -> None:
         self._terms = parts.terms

@@ -50,7 +50,7 @@ _MOVED_BY_ANSWER: Final = frozenset({"initialize"})
 
 
 class ServerNegotiation:
-    """How a server negotiates (see :class:`~mcpspec.runtime.session.negotiation_part.Negotiation`)."""
+    """How a server negotiates (see :class:`~.negotiation_part.Negotiation`)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session

@@ -281,6 +281,7 @@ class HttpClientStream:
 
     def remember_tool_params(self, tools: Mapping[str, Sequence[ParamHeader]]) -> None:
         """Learn the ``x-mcp-header`` parameters of tools (name -> ``ParamHeader``\\ s,
-        from :func:`mcpspec.runtime.session.mirrored_headers.param_headers`): ``tools/call`` requests for
-        them carry the ``Mcp-Param-*`` headers (:class:`~.client_tools.ToolHeaderMemory`)."""
+        from :func:`mcpspec.runtime.session.mirrored_headers.param_headers`): ``tools/call``
+        requests for them carry the ``Mcp-Param-*`` headers
+        (:class:`~.client_tools.ToolHeaderMemory`)."""
         self._tools.remember(tools)

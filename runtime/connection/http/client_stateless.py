@@ -23,8 +23,8 @@ class StatelessHttpTransport:
     that stands alone, with the headers mirrored from its body (``MCP-Protocol-Version``
     from its ``_meta``, ``Mcp-Method``, ``Mcp-Name``, and the ``Mcp-Param-*`` of the
     tool's ``x-mcp-header`` parameters, :class:`~.client_tools.ToolHeaderMemory`), read
-    by :mod:`mcpspec.runtime.session.mirrored_headers`. Its answer is a JSON body or an SSE stream, which
-    is not resumed; ``subscriptions/listen`` is a long-lived response stream like any
+    by :mod:`mcpspec.runtime.session.mirrored_headers`. Its answer is a JSON body or an SSE
+    stream, which is not resumed; ``subscriptions/listen`` is a long-lived response stream like any
     other. Cancelling a request closes its response stream (``notifications/cancelled``
     is not posted).
 

@@ -1,6 +1,7 @@
 """Everything a person runs: ``nox -s tests``, ``nox -s check``, ``nox -s generate``, ...
 
-Each session installs the project (not editable, as users get it) into its own venv.
+Each session installs the project (not editable, as users get it) into its own venv, but
+``typecheck``, which checks the editable install a contributor works in (``nox -s dev``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -62,12 +64,31 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
+#: An editable install mypy can follow. The package maps folders to import names
+#: (``runtime/`` is ``mcpspec.runtime``), which setuptools' default editable mode serves
+#: by an import hook that type checkers do not run; its strict mode builds a tree of
+#: links under ``build/`` laid out as the import names, which they read. A module added
+#: later is linked by installing again.
+EDITABLE = ("--config-settings", "editable_mode=strict", "-e")
+
+
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the installed package: runtime, generated revisions, generator,
-    checker."""
-    session.install(".[codegen,check]", "mypy>=1.10", "types-jsonschema")
+    """mypy --strict on an editable install, as a contributor has it (``nox -s dev``):
+    runtime, sessions, connections, generated revisions, generator, checker."""
+    session.install(*EDITABLE, ".[codegen,check]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
+
+
+@nox.session(python=False)
+def dev(session: nox.Session) -> None:
+    """Make ``.venv``, the contributor's environment: the project installed editable
+    (strict mode, so that ``mypy --strict -p mcpspec`` follows it) with the ``dev``,
+    ``check`` and ``codegen`` extras. Run it again after adding a module."""
+    session.run(sys.executable, "-m", "venv", ".venv")
+    python = Path(".venv", "Scripts" if sys.platform == "win32" else "bin", "python")
+    session.run(str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    session.run(str(python), "-m", "pip", "install", *EDITABLE, ".[dev,check,codegen]")
 
 
 @nox.session

@@ -174,11 +174,11 @@ def parts(revision: str, calls: int) -> dict[str, float]:
     """µs per call of what the mcpspec app does for an echo request, each part alone."""
     from peers.echo_mcpspec import build
 
-    from mcpspec.runtime import mirror
     from mcpspec.runtime.connection.http.asgi import header_map
     from mcpspec.runtime.connection.http.wire import BodyPeek
     from mcpspec.runtime.envelope import ResultResponse
-    from mcpspec.runtime.server import ServerSession
+    from mcpspec.runtime.session import mirrored_headers
+    from mcpspec.runtime.session.server import ServerSession
 
     caller = Caller(http_app(build()), revision)
     bodies = [caller.body() for _ in range(calls)]
@@ -204,9 +204,9 @@ def parts(revision: str, calls: int) -> dict[str, float]:
         # which passes these plain headers (a body it cannot tell goes to
         # header_mismatch, the full check).
         probe = BodyPeek(bodies[0]).probe
-        assert probe is not None and mirror.plainly_mirrored(headers, probe), "not plain"
+        assert probe is not None and mirrored_headers.plainly_mirrored(headers, probe), "not plain"
         out["mirrored headers check"] = _per_call(
-            lambda: mirror.plainly_mirrored(headers, probe, lambda name: ()), calls
+            lambda: mirrored_headers.plainly_mirrored(headers, probe, lambda name: ()), calls
         )
     out["header map"] = _per_call(lambda: header_map(scope), calls)
     out["body peek"] = _per_call(lambda: BodyPeek(bodies[0]), calls)

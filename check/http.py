@@ -6,11 +6,11 @@ A link speaks the transport of the revision under check, as a client of that era
 * Streamable HTTP (2025-03-26 and later): every message is a POST with the headers the
   era requires (``Accept``, ``Content-Type``, ``MCP-Protocol-Version`` once negotiated,
   ``Mcp-Session-Id`` once the server minted one; in 2026-07-28 the headers mirrored
-  from the body, computed by :mod:`mcpspec.runtime.mirror`). An ``application/json``
-  answer is one message, a ``text/event-stream`` answer one message per event; answers
-  are read in the background, so :meth:`HttpLink.receive` gives messages in the order
-  they arrive. Once ``notifications/initialized`` is accepted, a ``GET`` stream carries
-  the server's own messages (when the server offers one).
+  from the body, computed by :mod:`mcpspec.runtime.session.mirrored_headers`). An
+  ``application/json`` answer is one message, a ``text/event-stream`` answer one message
+  per event; answers are read in the background, so :meth:`HttpLink.receive` gives
+  messages in the order they arrive. Once ``notifications/initialized`` is accepted, a
+  ``GET`` stream carries the server's own messages (when the server offers one).
 * HTTP+SSE (2024-11-05): when the POST of ``initialize`` is refused with 400, 404 or 405
   and no modern JSON-RPC error, the link ``GET``\\ s the URL (then its ``sse`` sibling)
   for the ``endpoint`` event, as the specification's backwards-compatibility section
@@ -45,13 +45,18 @@ from mcpspec.runtime.connection.http.client import (
     media_type,
     stateless_version,
 )
-from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, decoded_chunks
+from mcpspec.runtime.connection.http.sse_decoder import SseDecoder
 from mcpspec.runtime.connection.scopes import Scopes
 from mcpspec.runtime.envelope import is_id
-from mcpspec.runtime.mirror import MirrorError, ParamHeader, param_headers, request_headers
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.mirrored_headers import (
+    MirrorError,
+    ParamHeader,
+    param_headers,
+    request_headers,
+)
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from .errors import LinkClosed
 from .findings import RevisionReport

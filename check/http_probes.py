@@ -29,10 +29,10 @@ import httpx
 import msgspec
 
 from mcpspec.runtime.connection.http.client import media_type
-from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.decoding import decoded_chunks
+from mcpspec.runtime.connection.http.sse_decoder import SseDecoder
 from mcpspec.runtime.errors import show
-from mcpspec.runtime.negotiation import (
+from mcpspec.runtime.session.version_negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,

@@ -12,7 +12,7 @@ import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.connection.http.decoding import decoded_chunks
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from .findings import RevisionReport, broken
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
-from mcpspec.runtime.contract import RESULT_INPUT_REQUIRED
+from mcpspec.runtime.declared import RESULT_INPUT_REQUIRED
 from mcpspec.runtime.errors import clip, show
 
 from .catalog import CHECKS, Level

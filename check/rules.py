@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from mcpspec.runtime.rules import Rule
+from mcpspec.runtime.session.rules import Rule
 
 __all__ = ["CHECK_OF_RULE"]
 

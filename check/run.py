@@ -28,7 +28,7 @@ from typing import Any, Final
 import mcpspec
 from mcpspec.runtime import ClientSession, Limits
 from mcpspec.runtime.errors import clip, show
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from . import probes
 from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply

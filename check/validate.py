@@ -81,7 +81,7 @@ from mcpspec.runtime import (
     ServerSession,
     SessionReady,
 )
-from mcpspec.runtime.negotiation import HANDSHAKE_REVISIONS, is_stateless
+from mcpspec.runtime.session.version_negotiation import HANDSHAKE_REVISIONS, is_stateless
 
 from .findings import Finding, Outcome, Report, RevisionReport, broken
 from .rules import CHECK_OF_RULE

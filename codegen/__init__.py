@@ -10,7 +10,7 @@ templates of ``templates/``.
 
 The generator's data, the pins of the upstream schemas and the errata table, is
 :mod:`mcpspec.codegen.schema` (the project's ``schema/`` folder). What the generated
-modules declare for the runtime is typed by :mod:`mcpspec.runtime.contract`.
+modules declare for the runtime is typed by :mod:`mcpspec.runtime.declared`.
 """
 
 from __future__ import annotations

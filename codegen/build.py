@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcpspec.runtime.contract import ProtocolModel
+from mcpspec.runtime.declared import ProtocolModel
 
 from .dispatch import add_tables
 from .lowering import SchemaLowering

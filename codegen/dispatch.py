@@ -3,7 +3,7 @@ each request."""
 
 from __future__ import annotations
 
-from mcpspec.runtime.contract import RESULT_COMPLETE
+from mcpspec.runtime.declared import RESULT_COMPLETE
 
 from .lowering import SchemaLowering
 from .model import Alias, UnsupportedSchema

@@ -11,7 +11,7 @@ from typing import Any
 
 from mcpspec import module_name
 from mcpspec.codegen.schema import ERRATA, PINS, pin_for
-from mcpspec.runtime.contract import ProtocolModel
+from mcpspec.runtime.declared import ProtocolModel
 
 from .build import build_module
 from .model import Module

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpspec.runtime.contract import RESULT_COMPLETE, RESULT_INPUT_REQUIRED
+from mcpspec.runtime.declared import RESULT_COMPLETE, RESULT_INPUT_REQUIRED
 
 from .model import ANY, RAW, Alias, Field, Module, Struct, Type, UnsupportedSchema
 from .naming import clean_doc, pascal_case, snake_case

@@ -3,7 +3,7 @@
 A small, frozen vocabulary: :class:`Type` expressions, :class:`Field`, :class:`Struct`
 (plain, tagged or merged) and :class:`Alias`, collected in a :class:`Module`. What the
 runtime reads from a generated module is typed with the runtime's own vocabulary
-(:mod:`mcpspec.runtime.contract`): the protocol model and the kinds of owned unions.
+(:mod:`mcpspec.runtime.declared`): the protocol model and the kinds of owned unions.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mcpspec.runtime.contract import ProtocolModel, UnionKind
+from mcpspec.runtime.declared import ProtocolModel, UnionKind
 
 __all__ = [
     "Alias",

@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 
 from mcpspec import module_name
-from mcpspec.runtime.contract import ProtocolModel
+from mcpspec.runtime.declared import ProtocolModel
 
 from .model import Alias, Arm, Field, Module, Struct, Type
 from .naming import snake_case

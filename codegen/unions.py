@@ -5,7 +5,7 @@ tagged on one field (``tagged``/``plain``). Every other union gets a deliberate
 strategy, never "the first member that fits":
 
 * the unions the runtime's codec decodes itself are listed in :data:`OWNED_UNIONS`,
-  with their :class:`~mcpspec.runtime.contract.UnionKind`;
+  with their :class:`~mcpspec.runtime.declared.UnionKind`;
 * a union of Structs that no tag tells apart becomes one merged Struct with every
   member's fields and a membership check (:meth:`UnionPlanner.add_merged`);
 * anything else fails generation until it is listed.
@@ -13,7 +13,7 @@ strategy, never "the first member that fits":
 
 from __future__ import annotations
 
-from mcpspec.runtime.contract import UnionKind
+from mcpspec.runtime.declared import UnionKind
 
 from .model import ANY, Arm, Field, Module, Struct, Type, UnionStrategy, UnsupportedSchema
 from .naming import merged_name, snake_case

@@ -2,7 +2,7 @@
 """The revisions this package was generated for, and how each negotiates.
 
 Read by the hand-written package root (``mcpspec.REVISIONS``, ``mcpspec.LATEST``) and by
-:func:`mcpspec.runtime.negotiation.protocol_model`.
+:func:`mcpspec.runtime.session.version_negotiation.protocol_model`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from mcpspec.runtime.contract import ProtocolModel
+from mcpspec.runtime.declared import ProtocolModel
 
 __all__ = ["LATEST", "PROTOCOL_MODELS", "REVISIONS"]
 

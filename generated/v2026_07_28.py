@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from mcpspec.runtime.codec import Codec
-from mcpspec.runtime.contract import ProtocolModel, UnionKind
+from mcpspec.runtime.declared import ProtocolModel, UnionKind
 from mcpspec.runtime.envelope import JSONRPC_VERSION
 from mcpspec.runtime.unions import Member, check_members
 

@@ -6,10 +6,16 @@ reason; :class:`ResultResponse` and :class:`ErrorResponse` are the JSON-RPC resp
 envelopes; :func:`protocol_model` says how a revision negotiates (a
 :class:`ProtocolModel`, as its generated module declares).
 
+The folders are the layers. This package's own modules are the codec layer, what the
+generated revision modules import (:mod:`.codec`, :mod:`.declared`, :mod:`.envelope`,
+:mod:`.errors`, :mod:`.unions`); :mod:`.session` is the sans-IO session core above it;
+:mod:`.connection` does the I/O (anyio: stdio, Streamable HTTP).
+
 The sans-IO sessions (:class:`ServerSession`, :class:`ClientSession`), their events
 (``RequestReceived``, ``ProtocolViolation``, ...), the :class:`Rule` table and the
-local-misuse exceptions are imported on first use, so that importing a revision module
-(which imports the codec, hence this package) stays cheap.
+local-misuse exceptions are exported here too, imported from :mod:`.session` on first
+use, so that importing a revision module (which imports the codec, hence this package)
+stays cheap.
 """
 
 from __future__ import annotations
@@ -17,13 +23,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .codec import Codec, Message
-from .contract import ProtocolModel
+from .declared import ProtocolModel
 from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from .errors import ErrorCode, InvalidMessage
 
 if TYPE_CHECKING:
-    from .client import ClientSession
-    from .events import (
+    from .session.client import ClientSession
+    from .session.events import (
         ErrorReceived,
         Event,
         NegotiationFailed,
@@ -36,8 +42,8 @@ if TYPE_CHECKING:
         ResponseReceived,
         SessionReady,
     )
-    from .limits import DEFAULT_LIMITS, Limits
-    from .misuse import (
+    from .session.limits import DEFAULT_LIMITS, Limits
+    from .session.misuse import (
         CapabilityError,
         LimitError,
         LocalProtocolError,
@@ -49,21 +55,21 @@ if TYPE_CHECKING:
         StateError,
         SubscriptionError,
     )
-    from .negotiation import protocol_model
-    from .rules import RULES, Rule
-    from .server import ServerSession
-    from .state import Phase
+    from .session.rules import RULES, Rule
+    from .session.server import ServerSession
+    from .session.state import Phase
+    from .session.version_negotiation import protocol_model
 
 #: Lazily imported names, by the submodule that defines them.
 _LAZY = {
-    "protocol_model": "negotiation",
-    "ClientSession": "client",
-    "ServerSession": "server",
-    "Phase": "state",
-    "Limits": "limits",
-    "DEFAULT_LIMITS": "limits",
-    "Rule": "rules",
-    "RULES": "rules",
+    "protocol_model": "session.version_negotiation",
+    "ClientSession": "session.client",
+    "ServerSession": "session.server",
+    "Phase": "session.state",
+    "Limits": "session.limits",
+    "DEFAULT_LIMITS": "session.limits",
+    "Rule": "session.rules",
+    "RULES": "session.rules",
     **dict.fromkeys(
         [
             "ErrorReceived",
@@ -78,7 +84,7 @@ _LAZY = {
             "ResponseReceived",
             "SessionReady",
         ],
-        "events",
+        "session.events",
     ),
     **dict.fromkeys(
         [
@@ -93,7 +99,7 @@ _LAZY = {
             "StateError",
             "SubscriptionError",
         ],
-        "misuse",
+        "session.misuse",
     ),
 }
 

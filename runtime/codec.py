@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, Union, cast, overload
 import msgspec
 from msgspec import UNSET
 
-from .contract import ProtocolModel, UnionKind
+from .declared import ProtocolModel, UnionKind
 from .envelope import (
     JSONRPC_VERSION,
     Envelope,
@@ -31,7 +31,7 @@ from .envelope import (
 )
 from .errors import ErrorCode, InvalidMessage, show
 from .msgspec_errors import is_missing_field, path_and_reason
-from .shallow import response_id
+from .unparsed_response import response_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -306,7 +306,7 @@ class Codec:
     ) -> Message | list[Message | InvalidMessage]:
         """:meth:`_decode_other`, once more with the whole stack if it ran out. A message
         that does not parse but reads as a response names the request it answers
-        (:func:`.shallow.response_id`)."""
+        (:func:`.unparsed_response.response_id`)."""
         try:
             try:
                 return self._decode_other(data, tried, max_batch_members)

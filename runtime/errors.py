@@ -69,7 +69,7 @@ class InvalidMessage(ValueError):
     is wrong there (both cut to :data:`MAX_ECHO` characters). ``id`` and ``method`` are
     the request's, when they could be read; for a response, ``id`` is that of the
     request it answers, read even from one that is not JSON when its leading members
-    name it (:mod:`.shallow`). ``response`` is true when the message has no ``method``:
+    name it (:mod:`.unparsed_response`). ``response`` is true when the message has no ``method``:
     then it can only be an answer (broken, or with neither ``result`` nor ``error``), and
     its ``id`` names the request it would answer. ``answerable`` is false for a
     notification or a response that has ``result`` or ``error``, which are never

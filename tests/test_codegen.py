@@ -26,7 +26,7 @@ from mcpspec.codegen.render import GENERATED_HEADER, render_module
 from mcpspec.codegen.schema import ERRATA, PINS, Erratum, pin_for
 from mcpspec.codegen.sources import SchemaHashMismatch, SchemaNotFound, read_pinned_schema
 from mcpspec.runtime import RequestReceived, protocol_model
-from mcpspec.runtime.contract import RESULT_COMPLETE, ProtocolModel, UnionKind
+from mcpspec.runtime.declared import RESULT_COMPLETE, ProtocolModel, UnionKind
 
 from .conftest import ROOT, SCHEMA_DIR
 from .session_kit import connect, meta_for, only

@@ -39,7 +39,9 @@ def test_the_sans_io_layer_imports_no_anyio(statement: str) -> None:
 
 def test_the_connection_layer_imports_anyio() -> None:
     loaded = _loaded_after("import mcpspec.runtime.connection")
-    assert {"anyio", "mcpspec.runtime.connection.peer", "mcpspec.runtime.server"} <= set(loaded)
+    assert {"anyio", "mcpspec.runtime.connection.peer", "mcpspec.runtime.session.server"} <= set(
+        loaded
+    )
 
 
 def test_every_exported_name_resolves() -> None:

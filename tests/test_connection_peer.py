@@ -337,7 +337,7 @@ async def test_feed_request_hands_back_the_error_a_handler_raises(
         assert answer is not None and answer.error_code == code
         error = msgspec.json.decode(answer.data)["error"]
         assert error["code"] == code and error.get("data") == data
-        assert peer.handling == 0  # the handler is no longer tracked
+        assert peer.handlers_running == 0  # the handler is no longer tracked
 
 
 class _Ready:
@@ -386,7 +386,7 @@ async def test_feed_request_hands_back_nothing_for_a_request_cancelled_while_it_
             handling.cancel()
         [(_, answer)] = outcome
         assert answer is None and reached == []
-        assert peer.handling == 0
+        assert peer.handlers_running == 0
         with anyio.move_on_after(0.05) as nothing_written:
             await client_end.receive()
         assert nothing_written.cancel_called

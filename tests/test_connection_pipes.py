@@ -17,7 +17,7 @@ import pytest
 from mcpspec.runtime import ClientSession, ServerSession
 from mcpspec.runtime.connection import ConnectionClosed, Peer, memory_pair, pipes
 from mcpspec.runtime.connection.pipes import FdReceiveStream, FdSendStream
-from mcpspec.runtime.events import RequestReceived
+from mcpspec.runtime.session.events import RequestReceived
 
 from .connection_kit import HANG_GUARD
 

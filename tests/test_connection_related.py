@@ -23,7 +23,7 @@ from mcpspec.runtime.connection import (
     memory_pair,
 )
 from mcpspec.runtime.envelope import RequestId
-from mcpspec.runtime.events import RequestReceived
+from mcpspec.runtime.session.events import RequestReceived
 from tests.connection_kit import HANG_GUARD, call_tool
 
 pytestmark = pytest.mark.anyio

@@ -22,7 +22,7 @@ import anyio.abc
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import events as events_module
+from mcpspec.runtime.connection.http import event_store as event_store_module
 from mcpspec.runtime.connection.http import handshake as handshake_module
 from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http import sessions as sessions_module
@@ -505,10 +505,10 @@ async def test_events_sent_while_a_resume_replays_reach_the_resumed_stream() -> 
     server, _ = build_server()
     steps = Steps(server)
 
-    class SlowStore(events_module.MemoryEventStore):
+    class SlowStore(event_store_module.MemoryEventStore):
         async def replay(
             self, session_id: str, last_event_id: str
-        ) -> list[events_module.StoredEvent] | None:
+        ) -> list[event_store_module.StoredEvent] | None:
             found = await super().replay(session_id, last_event_id)
             steps.first.set()  # the handler sends while the store's answer travels
             await anyio.wait_all_tasks_blocked()

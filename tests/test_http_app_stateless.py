@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpspec.runtime import mirror
 from mcpspec.runtime.connection import ConnectionClosed, RequestContext, Server
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
+from mcpspec.runtime.session import mirrored_headers
 from tests.http_app_kit import (
     META,
     OnChunk,
@@ -462,14 +462,14 @@ async def test_mcp_param_headers_follow_the_tools_schema_as_it_is_now() -> None:
 def test_check_headers_leaves_an_unreadable_body_to_the_caller() -> None:
     headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     unreadable = encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []})
-    with pytest.raises(mirror.MirrorError):
-        mirror.check_headers(headers, unreadable)
+    with pytest.raises(mirrored_headers.MirrorError):
+        mirrored_headers.check_headers(headers, unreadable)
     # header_mismatch reports it, as before.
-    assert mirror.header_mismatch(headers, unreadable) is not None
+    assert mirrored_headers.header_mismatch(headers, unreadable) is not None
     readable = encode(request("tools/list", {"_meta": dict(META)}))
-    assert mirror.check_headers(headers, readable) is None
+    assert mirrored_headers.check_headers(headers, readable) is None
     wrong = {**headers, "mcp-method": "prompts/list"}
-    assert "Mcp-Method" in (mirror.check_headers(wrong, readable) or "")
+    assert "Mcp-Method" in (mirrored_headers.check_headers(wrong, readable) or "")
 
 
 # -- HTTP+SSE (2024-11-05) ------------------------------------------------------------------------

@@ -38,12 +38,12 @@ from mcpspec.runtime.connection import (
 from mcpspec.runtime.connection.context import RequestContext
 from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.connection.http.client import HttpClientStream
-from mcpspec.runtime.connection.http.client_events import SseDecoder, SseEvent
 from mcpspec.runtime.connection.http.client_legacy import LegacySseTransport
 from mcpspec.runtime.connection.http.client_link import ClientLink, HttpClientTransport
 from mcpspec.runtime.connection.http.client_stateless import StatelessHttpTransport
 from mcpspec.runtime.connection.http.client_streamable import StreamableHttpTransport
 from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
+from mcpspec.runtime.connection.http.sse_decoder import SseDecoder, SseEvent
 from tests.connection_kit import Probe, demo_server
 from tests.http_client_kit import (
     GUARD,

@@ -28,10 +28,10 @@ from mcpspec.runtime.connection.http.client import (
     MAX_REMEMBERED_TOOLS,
     HttpClientStream,
 )
-from mcpspec.runtime.connection.http.client_events import SseDecoder
 from mcpspec.runtime.connection.http.client_tools import ToolHeaderMemory
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, STEP, decoded_chunks
-from mcpspec.runtime.mirror import param_headers
+from mcpspec.runtime.connection.http.sse_decoder import SseDecoder
+from mcpspec.runtime.session.mirrored_headers import param_headers
 from tests.http_client_kit import (
     GUARD,
     LegacyServer,

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import mcpspec.v2026_07_28 as rev
 from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import MAX_ECHO, ErrorCode
-from mcpspec.runtime.mirror import (
+from mcpspec.runtime.session.mirrored_headers import (
     MAX_VALUE_LENGTH,
     MirrorError,
     ParamHeader,
@@ -34,7 +34,7 @@ from mcpspec.runtime.mirror import (
     plainly_mirrored,
     request_headers,
 )
-from mcpspec.runtime.negotiation import PROBE_DECODER
+from mcpspec.runtime.session.version_negotiation import PROBE_DECODER
 
 from .conftest import EXAMPLES_DIR
 

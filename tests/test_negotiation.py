@@ -28,7 +28,7 @@ from mcpspec.runtime import (
     ServerSession,
     SessionReady,
 )
-from mcpspec.runtime.negotiation import (
+from mcpspec.runtime.session.version_negotiation import (
     HANDSHAKE_REVISIONS,
     STATELESS_REVISIONS,
     accepted_revisions,

@@ -75,7 +75,7 @@ from hypothesis import strategies as st
 import mcpspec
 from mcpspec.codegen import load_wire_schema as _load_wire_schema
 from mcpspec.runtime import ErrorCode, ErrorResponse, InvalidMessage, ResultResponse
-from mcpspec.runtime.contract import UnionKind
+from mcpspec.runtime.declared import UnionKind
 
 from .conftest import SCHEMAS_MISSING
 from .schema_strategies import (

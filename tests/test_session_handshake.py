@@ -31,7 +31,7 @@ from mcpspec.runtime import (
     SessionReady,
     StateError,
 )
-from mcpspec.runtime.state import GATES, TRANSITIONS, Lifecycle, Role, Trigger
+from mcpspec.runtime.session.state import GATES, TRANSITIONS, Lifecycle, Role, Trigger
 
 from .session_kit import CLIENT_CAPS, HANDSHAKE, SERVER_CAPS, connect, only, wire
 

@@ -1,37 +1,30 @@
 """``mcpspec.runtime`` imports its session modules lazily: a revision module (which
-imports the codec, hence the package) stays cheap, and every exported name resolves."""
+imports the codec, hence the package) stays cheap, and every exported name resolves.
+The codec layer imports nothing of the layers above it."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import mcpspec.runtime
 
-#: The modules behind the sessions; none is needed to decode and encode messages.
-SESSION_MODULES = [
-    "capabilities",
-    "checks",
-    "client",
-    "core",
-    "events",
-    "inbound",
-    "misuse",
-    "models",
-    "negotiating",
-    "negotiation",
-    "outbound",
-    "pending",
-    "progress",
-    "rules",
-    "server",
-    "session",
-    "state",
-    "stateless",
-    "terms",
-    "violations",
+RUNTIME = Path(mcpspec.runtime.__file__).parent
+
+#: The layer under the sessions: what a generated revision module imports. Nothing in it
+#: imports the sans-IO sessions (``mcpspec.runtime.session``) or the connections.
+CODEC_LAYER = [
+    "codec",
+    "declared",
+    "envelope",
+    "errors",
+    "msgspec_errors",
+    "unions",
+    "unparsed_response",
 ]
+LAYERS_ABOVE = ("mcpspec.runtime.session", "mcpspec.runtime.connection")
 
 
 def _loaded_after(statement: str) -> list[str]:
@@ -50,13 +43,21 @@ def test_revision_module_does_not_import_the_sessions() -> None:
     loaded = _loaded_after("import mcpspec.v2025_11_25")
     assert "mcpspec.runtime.codec" in loaded  # the package itself is imported ...
     # ... but none of the session machinery.
-    assert [m for m in loaded if m.rpartition(".")[2] in SESSION_MODULES] == []
+    assert [m for m in loaded if m.startswith(LAYERS_ABOVE)] == []
+
+
+def test_the_codec_layer_imports_no_layer_above_it() -> None:
+    modules = sorted(p.stem for p in RUNTIME.glob("*.py") if p.stem != "__init__")
+    assert modules == sorted(CODEC_LAYER)  # runtime/ holds the codec layer only
+    for name in CODEC_LAYER:
+        loaded = _loaded_after(f"import mcpspec.runtime.{name}")
+        assert [m for m in loaded if m.startswith(LAYERS_ABOVE)] == [], name
 
 
 def test_session_names_resolve_on_first_use() -> None:
     loaded = _loaded_after("from mcpspec.runtime import ServerSession")
-    assert {"mcpspec.runtime.server", "mcpspec.runtime.core"} <= set(loaded)
-    assert "mcpspec.runtime.client" not in loaded
+    assert {"mcpspec.runtime.session.server", "mcpspec.runtime.session.core"} <= set(loaded)
+    assert "mcpspec.runtime.session.client" not in loaded
 
 
 def test_every_exported_name_resolves() -> None:

@@ -1,6 +1,6 @@
 """One rule path: a rule written once is enforced by both sessions in both directions.
 
-A :class:`~mcpspec.runtime.checks.MessageRule` registered in the rule table is checked
+A :class:`~mcpspec.runtime.session.checks.MessageRule` registered in the rule table is checked
 on ``send`` (the local misuse raises, nothing is sent) and on ``receive`` (the peer's
 message becomes a violation; a request is answered with the rule's error), by the same
 check, in the protocol models and for the senders it names.
@@ -25,7 +25,8 @@ from mcpspec.runtime import (
     RequestReceived,
     Rule,
 )
-from mcpspec.runtime.checks import (
+from mcpspec.runtime.declared import ProtocolModel
+from mcpspec.runtime.session.checks import (
     MESSAGE_RULES,
     NEW_ID,
     REQUEST_RULES,
@@ -35,9 +36,8 @@ from mcpspec.runtime.checks import (
     register,
     unregister,
 )
-from mcpspec.runtime.contract import ProtocolModel
-from mcpspec.runtime.server import ServerNegotiation
-from mcpspec.runtime.state import Role
+from mcpspec.runtime.session.server import ServerNegotiation
+from mcpspec.runtime.session.state import Role
 
 from .session_kit import connect, meta_for, wire
 
@@ -182,14 +182,15 @@ def test_a_rule_of_every_request_is_enforced_on_send_and_on_receive(
 # -- the duplicate request id is judged in one place ---------------------------------------------
 
 _RUNTIME = Path(mcpspec.runtime.__file__).parent
+_SESSION = _RUNTIME / "session"
 
 
 def _references(name: str) -> dict[str, set[str]]:
-    """Where the session core (the runtime package but the connection layer) names
-    ``name`` (an attribute or a variable): by module, the enclosing functions
-    (``"<module>"`` at module level)."""
+    """Where the session core and the codec layer under it (the runtime package but the
+    connection layer) name ``name`` (an attribute or a variable): by module, the
+    enclosing functions (``"<module>"`` at module level)."""
     found: dict[str, set[str]] = {}
-    for path in sorted(_RUNTIME.glob("*.py")):
+    for path in sorted([*_RUNTIME.glob("*.py"), *_SESSION.glob("*.py")]):
         tree = ast.parse(path.read_text())
         for scope in [tree, *ast.walk(tree)]:
             if not isinstance(scope, (ast.Module, ast.FunctionDef)):
@@ -225,7 +226,7 @@ def test_a_duplicate_request_id_is_judged_in_one_place() -> None:
     assert _references("NEW_ID") == {"checks": {"<module>"}}
     assert NEW_ID in REQUEST_RULES
     for module in ("inbound", "outbound", "server", "client", "core"):
-        source = (_RUNTIME / f"{module}.py").read_text()
+        source = (_SESSION / f"{module}.py").read_text()
         assert "DUPLICATE_REQUEST_ID" not in source and ".duplicate(" not in source
 
 

@@ -10,11 +10,11 @@ import pytest
 
 from mcpspec import REVISIONS
 from mcpspec.runtime import ClientSession, ServerSession
-from mcpspec.runtime.checks import MESSAGE_RULES, rules_for
-from mcpspec.runtime.contract import ProtocolModel
-from mcpspec.runtime.core import Session
-from mcpspec.runtime.models import MODELS
-from mcpspec.runtime.state import Role
+from mcpspec.runtime.declared import ProtocolModel
+from mcpspec.runtime.session.checks import MESSAGE_RULES, rules_for
+from mcpspec.runtime.session.core import Session
+from mcpspec.runtime.session.protocol_models import MODELS
+from mcpspec.runtime.session.state import Role
 
 from .session_kit import connect
 

@@ -51,7 +51,12 @@ from mcpspec.runtime.connection.http.wire import (
     refuse,
 )
 from mcpspec.runtime.errors import ErrorCode
-from mcpspec.runtime.mirror import MirrorError, check_headers, mismatch_error, plainly_mirrored
+from mcpspec.runtime.session.mirrored_headers import (
+    MirrorError,
+    check_headers,
+    mismatch_error,
+    plainly_mirrored,
+)
 from peers.http_bare import Receive, Scope, Send, lifespan
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]

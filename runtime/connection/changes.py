@@ -28,13 +28,13 @@ import msgspec
 
 from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.errors import ErrorCode
-from mcpspec.runtime.misuse import LocalProtocolError
-from mcpspec.runtime.rules import Rule
+from mcpspec.runtime.session.misuse import LocalProtocolError
+from mcpspec.runtime.session.rules import Rule
 
 from .errors import ConnectionClosed, RequestError
 
 if TYPE_CHECKING:
-    from mcpspec.runtime.server import ServerSession
+    from mcpspec.runtime.session.server import ServerSession
 
     from .peer import Peer
 

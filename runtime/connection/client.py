@@ -48,21 +48,21 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from mcpspec.runtime.client import ClientSession
 from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode, show
-from mcpspec.runtime.events import (
+from mcpspec.runtime.session.client import ClientSession
+from mcpspec.runtime.session.events import (
     NotificationReceived,
     ProtocolViolation,
     RequestReceived,
     ResponseReceived,
     SessionReady,
 )
-from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
-from mcpspec.runtime.misuse import RevisionError
-from mcpspec.runtime.negotiation import META_LOG_LEVEL, ClientMode
-from mcpspec.runtime.rules import Rule
-from mcpspec.runtime.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
+from mcpspec.runtime.session.limits import DEFAULT_LIMITS, Limits
+from mcpspec.runtime.session.misuse import RevisionError
+from mcpspec.runtime.session.rules import Rule
+from mcpspec.runtime.session.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
+from mcpspec.runtime.session.version_negotiation import META_LOG_LEVEL, ClientMode
 
 from .errors import (
     CancelledByPeer,
@@ -357,7 +357,7 @@ class Client:
     connecting (over HTTP+SSE, the wait for the endpoint) and negotiation; past it,
     entering raises :class:`~mcpspec.runtime.connection.errors.OpenTimeout`.
     ``limits`` bound what the server can make the client hold
-    (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
+    (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``).
     """
 
     def __init__(
@@ -1057,7 +1057,7 @@ async def _mirrored_tool_pages(
 ) -> AsyncGenerator[Any, None]:
     """``pages`` without the tools whose ``x-mcp-header`` annotations are invalid; the
     others' annotations go to ``remember`` (name -> ``ParamHeader``\\ s)."""
-    from mcpspec.runtime.mirror import MirrorError, param_headers
+    from mcpspec.runtime.session.mirrored_headers import MirrorError, param_headers
 
     try:
         async for page in pages:

@@ -32,13 +32,13 @@ import msgspec
 from msgspec import UNSET
 
 from mcpspec.runtime.envelope import RequestId
-from mcpspec.runtime.events import RequestReceived
-from mcpspec.runtime.stateless import LEVELS
+from mcpspec.runtime.session.events import RequestReceived
+from mcpspec.runtime.session.stateless import LEVELS
 
 from .errors import RequestError
 
 if TYPE_CHECKING:
-    from mcpspec.runtime.server import ServerSession
+    from mcpspec.runtime.session.server import ServerSession
 
     from .handling import Handling
     from .peer import Peer

@@ -17,7 +17,7 @@ from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ERROR_MESSAGES, ErrorCode, clip
 
 if TYPE_CHECKING:
-    from mcpspec.runtime.events import NegotiationFailed, ProtocolViolation
+    from mcpspec.runtime.session.events import NegotiationFailed, ProtocolViolation
 
 __all__ = [
     "CancelledByPeer",
@@ -45,7 +45,7 @@ class MessageTooLarge(Exception):
     """A framed message longer than the stream's limit arrived; it was skipped (never
     held in memory whole) and the stream reads on. ``size`` is how many bytes were
     skipped, ``limit`` the maximum the stream accepts, ``head`` its first bytes (up to
-    :data:`~mcpspec.runtime.shallow.WINDOW`: enough to tell which request it answers)."""
+    :data:`~mcpspec.runtime.unparsed_response.WINDOW`: enough to tell which request it answers)."""
 
     def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
         super().__init__(f"a message of {size} bytes exceeds the limit of {limit} bytes")

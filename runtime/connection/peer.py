@@ -46,10 +46,10 @@ import anyio.lowlevel
 import msgspec
 from msgspec import UNSET
 
-from mcpspec.runtime.client import ClientSession
 from mcpspec.runtime.envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode
-from mcpspec.runtime.events import (
+from mcpspec.runtime.session.client import ClientSession
+from mcpspec.runtime.session.events import (
     ErrorReceived,
     Event,
     NegotiationFailed,
@@ -62,9 +62,9 @@ from mcpspec.runtime.events import (
     ResponseReceived,
     SessionReady,
 )
-from mcpspec.runtime.misuse import LocalProtocolError
-from mcpspec.runtime.rules import Rule
-from mcpspec.runtime.server import ServerSession
+from mcpspec.runtime.session.misuse import LocalProtocolError
+from mcpspec.runtime.session.rules import Rule
+from mcpspec.runtime.session.server import ServerSession
 
 from .errors import (
     CancelledByPeer,
@@ -144,7 +144,7 @@ class _Waiter:
         self.response: ResponseReceived | None = None
         self.error: Exception | None = None
 
-    def settle(self, response: ResponseReceived | None, error: Exception | None) -> None:
+    def resolve(self, response: ResponseReceived | None, error: Exception | None) -> None:
         self.response, self.error = response, error
         self.done.set()
 
@@ -647,7 +647,7 @@ class Peer(Generic[S]):
             case ResponseReceived():
                 waiter = self._waiters.pop(event.request_id, None)
                 if waiter is not None:
-                    waiter.settle(event, None)
+                    waiter.resolve(event, None)
             case RequestReceived():
                 self._start_handler(event)
             case ProgressReceived():
@@ -659,7 +659,7 @@ class Peer(Generic[S]):
                     # A 2026-07-28 server cancels only this side's subscriptions/listen.
                     waiter = self._waiters.pop(event.request_id, None)
                     if waiter is not None:
-                        waiter.settle(None, CancelledByPeer(event.request_id, event.reason))
+                        waiter.resolve(None, CancelledByPeer(event.request_id, event.reason))
                 elif (handling := self._handling.get(event.request_id)) is not None:
                     handling.cancel()
             case NotificationReceived():
@@ -688,7 +688,7 @@ class Peer(Generic[S]):
             return
         waiter = self._waiters.pop(event.request_id, None)
         if waiter is not None:
-            waiter.settle(
+            waiter.resolve(
                 None, RequestError(event.error, request_id=event.request_id, method=event.method)
             )
 
@@ -702,7 +702,7 @@ class Peer(Generic[S]):
             request_id = event.request_id
             waiter = None if request_id is None else self._waiters.pop(request_id, None)
             if waiter is not None:
-                waiter.settle(None, ResponseViolation(event))
+                waiter.resolve(None, ResponseViolation(event))
         if self.violation_handler is not None:
             await self._guarded(self.violation_handler, event)
         else:
@@ -780,12 +780,12 @@ class Peer(Generic[S]):
     def _fail_waiters(self, reason: str) -> None:
         waiters, self._waiters = self._waiters, {}
         for waiter in waiters.values():
-            waiter.settle(None, ConnectionClosed(reason))
+            waiter.resolve(None, ConnectionClosed(reason))
 
     # -- the peer's requests --------------------------------------------------------------------
 
     @property
-    def handling(self) -> int:
+    def handlers_running(self) -> int:
         """How many of the peer's requests are being handled now."""
         return len(self._handling)
 

@@ -40,10 +40,10 @@ from msgspec import UNSET
 import mcpspec
 from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.errors import ErrorCode, show
-from mcpspec.runtime.events import NotificationReceived, ProtocolViolation, RequestReceived
-from mcpspec.runtime.limits import DEFAULT_LIMITS, Limits
-from mcpspec.runtime.server import ServerSession
-from mcpspec.runtime.stateless import LEVELS
+from mcpspec.runtime.session.events import NotificationReceived, ProtocolViolation, RequestReceived
+from mcpspec.runtime.session.limits import DEFAULT_LIMITS, Limits
+from mcpspec.runtime.session.server import ServerSession
+from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
 from .context import InputNeeded, InputState, RequestContext, _Answer

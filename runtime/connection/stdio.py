@@ -239,7 +239,8 @@ class _ProcessOutput(ByteReceiveStream):
     async def receive(self, max_bytes: int = 65536) -> bytes:
         if self._ended:
             return await self._receive_rest(max_bytes)
-        # No cancel scope on this path: it would cost every read a few microseconds.
+        # A plain read: end() wakes one that waits by closing the stream (_receiving
+        # tells it one waits), so the read needs no cancel scope of its own.
         self._receiving = True
         try:
             return await self._stream.receive(max_bytes)

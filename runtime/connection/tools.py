@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ..mirror import MirrorError, ParamHeader, param_headers
+from ..session.mirrored_headers import MirrorError, ParamHeader, param_headers
 from .context import RequestContext
 
 __all__ = ["Tool", "ToolError"]

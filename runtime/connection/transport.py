@@ -25,8 +25,8 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpspec.runtime.envelope import RequestId
-from mcpspec.runtime.limits import DEFAULT_LIMITS
-from mcpspec.runtime.shallow import WINDOW
+from mcpspec.runtime.session.limits import DEFAULT_LIMITS
+from mcpspec.runtime.unparsed_response import WINDOW
 
 from .errors import ConnectionClosed, MessageTooLarge
 

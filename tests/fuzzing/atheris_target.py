@@ -24,7 +24,7 @@ import atheris  # type: ignore[import-untyped]
 with atheris.instrument_imports(include=["mcpspec.runtime"]):
     import mcpspec
     import mcpspec.runtime.codec
-    import mcpspec.runtime.server
+    import mcpspec.runtime.session.server
 
 from .driver import Problem, check_decode, check_receive, signature
 from .engine import REUSE

@@ -11,7 +11,7 @@ needs an ASGI server (uvicorn: ``pip install mcpspec[http]``).
 from __future__ import annotations
 
 from .app import HttpApp, http_app, run_http
-from .events import EventStore, MemoryEventStore, StoredEvent
+from .event_store import EventStore, MemoryEventStore, StoredEvent
 from .settings import LOOPBACK_HOSTS, HttpSettings, TokenVerifier
 
 __all__ = [

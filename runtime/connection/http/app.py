@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import anyio.abc
 
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..pipes import running_asyncio_loop
 from .asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, header_map, read_body, respond
-from .events import MemoryEventStore
+from .event_store import MemoryEventStore
 from .handshake import HandshakeEndpoint
 from .security import (
     Refusal,

@@ -41,7 +41,7 @@ import anyio
 import httpx
 from msgspec import UNSET
 
-from mcpspec.runtime.mirror import ParamHeader
+from mcpspec.runtime.session.mirrored_headers import ParamHeader
 
 from ..errors import ConnectionClosed
 from ..transport import DEFAULT_MAX_MESSAGE_SIZE
@@ -281,6 +281,7 @@ class HttpClientStream:
 
     def remember_tool_params(self, tools: Mapping[str, Sequence[ParamHeader]]) -> None:
         """Learn the ``x-mcp-header`` parameters of tools (name -> ``ParamHeader``\\ s,
-        from :func:`mcpspec.runtime.mirror.param_headers`): ``tools/call`` requests for
-        them carry the ``Mcp-Param-*`` headers (:class:`~.client_tools.ToolHeaderMemory`)."""
+        from :func:`mcpspec.runtime.session.mirrored_headers.param_headers`): ``tools/call``
+        requests for them carry the ``Mcp-Param-*`` headers
+        (:class:`~.client_tools.ToolHeaderMemory`)."""
         self._tools.remember(tools)

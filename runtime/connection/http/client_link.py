@@ -38,14 +38,14 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.errors import clip
-from mcpspec.runtime.negotiation import META_PROTOCOL_VERSION
-from mcpspec.runtime.shallow import response_id
+from mcpspec.runtime.session.version_negotiation import META_PROTOCOL_VERSION
+from mcpspec.runtime.unparsed_response import response_id
 
 from ..errors import ConnectionClosed, MessageTooLarge
 from ..scopes import Scopes
-from .client_events import SseDecoder
 from .decoding import ACCEPT_ENCODING, decoded_chunks
 from .library import library_of, timeout_of
+from .sse_decoder import SseDecoder
 
 __all__ = [
     "ACCEPT_BOTH",
@@ -179,7 +179,7 @@ def answered_id(data: bytes, message: _Incoming | None) -> Any:
     """The id of the request the response ``data`` (read as ``message``, ``None`` when
     it does not parse) answers; ``UNSET`` when it is no response. A response that does
     not parse answers the request its leading members name, as the session reads it
-    (:func:`~mcpspec.runtime.shallow.response_id`)."""
+    (:func:`~mcpspec.runtime.unparsed_response.response_id`)."""
     if message is None:
         request_id = response_id(data)
         return UNSET if request_id is None else request_id

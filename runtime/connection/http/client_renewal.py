@@ -9,7 +9,6 @@ import anyio
 import httpx
 from msgspec import UNSET
 
-from .client_events import SseDecoder
 from .client_link import (
     DEFAULT_TIMEOUT,
     BodyStalled,
@@ -19,6 +18,7 @@ from .client_link import (
     initialize_version,
     media_type,
 )
+from .sse_decoder import SseDecoder
 
 __all__ = ["MAX_RENEWALS", "RenewableSession", "SessionRenewal"]
 
@@ -51,7 +51,7 @@ class SessionRenewal:
     again without the id, then ``notifications/initialized``; the same protocol version
     must come back. It owns the opening messages (:meth:`opened_with`,
     :meth:`initialized_with`), the lock that holds posting back while a session is
-    renewed (:meth:`settled`), and the bound on renewals in a row
+    renewed (:meth:`wait_renewed`), and the bound on renewals in a row
     (:data:`MAX_RENEWALS`, reset by :meth:`progressed`). What the old session held on
     the server (a logging level, resource subscriptions) is not set again."""
 
@@ -80,7 +80,7 @@ class SessionRenewal:
         """A request was answered in the session: renewals in a row start again."""
         self._renewals = 0
 
-    async def settled(self) -> None:
+    async def wait_renewed(self) -> None:
         """Wait while the session is being renewed: what is posted meanwhile would go
         without a session id."""
         if self._lock.locked():

@@ -8,8 +8,8 @@ from typing import Any, Final
 
 import anyio
 
-from .client_events import SseDecoder
 from .client_link import ClientLink, Post, media_type
+from .sse_decoder import SseDecoder
 
 __all__ = ["MAX_RECONNECTS", "MIN_RETRY", "RECONNECT_DELAY", "SseResumption"]
 

@@ -20,8 +20,8 @@ import anyio.abc
 import httpx
 
 from ..errors import MessageTooLarge
-from .client_events import SseDecoder
 from .decoding import ACCEPT_ENCODING, decoded_chunks
+from .sse_decoder import SseDecoder
 
 __all__ = ["LegacySseChannel", "NoSseEndpoint"]
 

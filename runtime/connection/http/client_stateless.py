@@ -8,7 +8,7 @@ from typing import Final
 
 from msgspec import UNSET
 
-from mcpspec.runtime.mirror import MirrorError, request_headers
+from mcpspec.runtime.session.mirrored_headers import MirrorError, request_headers
 
 from ..errors import ConnectionClosed
 from .client_link import ClientLink, OutgoingEnvelope, Post, outgoing, stateless_version
@@ -23,8 +23,8 @@ class StatelessHttpTransport:
     that stands alone, with the headers mirrored from its body (``MCP-Protocol-Version``
     from its ``_meta``, ``Mcp-Method``, ``Mcp-Name``, and the ``Mcp-Param-*`` of the
     tool's ``x-mcp-header`` parameters, :class:`~.client_tools.ToolHeaderMemory`), read
-    by :mod:`mcpspec.runtime.mirror`. Its answer is a JSON body or an SSE stream, which
-    is not resumed; ``subscriptions/listen`` is a long-lived response stream like any
+    by :mod:`mcpspec.runtime.session.mirrored_headers`. Its answer is a JSON body or an SSE
+    stream, which is not resumed; ``subscriptions/listen`` is a long-lived response stream like any
     other. Cancelling a request closes its response stream (``notifications/cancelled``
     is not posted).
 

@@ -239,7 +239,7 @@ class StreamableHttpTransport:
         """Post a request and deliver what answers it; ``True`` when the session expired
         and a new one was opened: the request is to be posted again."""
         link = self._link
-        await self.renewal.settled()
+        await self.renewal.wait_renewed()
         headers = link.post_headers()
         headers.update(self.session_headers())
         async with link.open_exchange(
@@ -278,7 +278,7 @@ class StreamableHttpTransport:
         """Post a notification or a response and read the server's acknowledgement;
         once more in a renewed session when the server ended this one."""
         for attempt in range(2):
-            await self.renewal.settled()
+            await self.renewal.wait_renewed()
             headers = self._link.post_headers()
             headers.update(self.session_headers())
             expired = await self._post_once(data, headers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from mcpspec.runtime.mirror import ParamHeader
+from mcpspec.runtime.session.mirrored_headers import ParamHeader
 
 __all__ = ["MAX_REMEMBERED_TOOLS", "ToolHeaderMemory"]
 
@@ -26,8 +26,8 @@ class ToolHeaderMemory:
 
     def remember(self, tools: Mapping[str, Sequence[ParamHeader]]) -> None:
         """Learn the parameters of tools (name -> ``ParamHeader``\\ s, from
-        :func:`mcpspec.runtime.mirror.param_headers`); a tool listed again moves to the
-        newest, and one listed without them is forgotten."""
+        :func:`mcpspec.runtime.session.mirrored_headers.param_headers`); a tool listed again
+        moves to the newest, and one listed without them is forgotten."""
         remembered = self._params
         for name, params in tools.items():
             remembered.pop(name, None)

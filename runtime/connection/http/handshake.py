@@ -22,8 +22,8 @@ import msgspec
 
 from mcpspec.runtime.envelope import RequestId, ResultResponse
 from mcpspec.runtime.errors import ErrorCode, clip
-from mcpspec.runtime.events import RequestCancelled
-from mcpspec.runtime.negotiation import is_stateless
+from mcpspec.runtime.session.events import RequestCancelled
+from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..errors import RequestError
 from ..peer import HandedBack
@@ -40,8 +40,8 @@ from .wire import (
     BodyPeek,
     bad_request,
     error_body,
+    expect_answers,
     refuse,
-    settle,
 )
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class HandshakeEndpoint:
                 await channel.answer(*answer)
             await _cancel_members(stream, events)
             if not channel.done:
-                await settle(channel.open(), events)
+                await expect_answers(channel.open(), events)
                 if not inline:
                     # Until its requests are answered; a session that ends closes it.
                     await channel.hold_open()
@@ -326,7 +326,7 @@ class HandshakeEndpoint:
             if answer is not None:
                 await channel.answer(*answer)
             if not channel.done:
-                await settle(channel.open(), events)
+                await expect_answers(channel.open(), events)
         finally:
             if not channel.done:
                 with anyio.CancelScope(shield=True):

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ..peer import Peer
-from .events import EventStore
+from .event_store import EventStore
 from .routing import Channel, ChannelTerms, PostStream
 from .sse import encode_event
 
@@ -75,7 +75,9 @@ class HandshakeSession:
         """Whether the session is in use (never idle then): a POST or its GET stream
         is open, or a request of it is being handled."""
         return (
-            bool(self.live) or self.listening or (self.peer is not None and self.peer.handling > 0)
+            bool(self.live)
+            or self.listening
+            or (self.peer is not None and self.peer.handlers_running > 0)
         )
 
     def next_stream_id(self) -> str:

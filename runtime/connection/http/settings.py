@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from .events import EventStore
+from .event_store import EventStore
 
 __all__ = ["LOOPBACK_HOSTS", "HttpSettings", "TokenVerifier"]
 

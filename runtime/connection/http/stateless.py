@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import msgspec
 
-from mcpspec.runtime import mirror
 from mcpspec.runtime.envelope import ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.session import mirrored_headers
 
 from ..changes import DROP_GRACE
 from ..handling import Handling
@@ -33,7 +33,7 @@ from ..peer import Peer
 from .asgi import Receive, Send, client_gone, respond
 from .routing import Channel, ChannelTerms, PostStream, RouteKey, request_keys
 from .sse import KEEPALIVE
-from .wire import JSON, BodyPeek, answerable_id, error_body, settle, stateless_status
+from .wire import JSON, BodyPeek, answerable_id, error_body, expect_answers, stateless_status
 
 if TYPE_CHECKING:
     from .app import HttpApp
@@ -66,7 +66,7 @@ class _StatelessConnection:
 
     def clean(self) -> bool:
         """Whether the last request left nothing behind (so the next may reuse it)."""
-        return self.connection.session.idle and not self.peer.handling
+        return self.connection.session.idle and not self.peer.handlers_running
 
 
 async def _cancel_on_disconnect(
@@ -118,11 +118,12 @@ class StatelessEndpoint:
             await respond(send, 400, error_body(int(code), reason), content_type=JSON)
             return
         if is_request and not (
-            peek.probe is not None and mirror.plainly_mirrored(headers, peek.probe, self._params_of)
+            peek.probe is not None
+            and mirrored_headers.plainly_mirrored(headers, peek.probe, self._params_of)
         ):
             try:
-                mismatch = mirror.check_headers(headers, body, self._params_of)
-            except mirror.MirrorError:
+                mismatch = mirrored_headers.check_headers(headers, body, self._params_of)
+            except mirrored_headers.MirrorError:
                 # Not a valid request whatever its headers say: the session's validation
                 # refuses it with its own error (-32600, -32602), with 400 as for a
                 # missing _meta; not -32020, which would send the client to relist its
@@ -130,7 +131,7 @@ class StatelessEndpoint:
                 mismatch = None
                 refused = True
             if mismatch is not None:
-                error = mirror.mismatch_error(mismatch)
+                error = mirrored_headers.mismatch_error(mismatch)
                 response = ErrorResponse(id=answerable_id(peek.id), error=error)
                 await respond(send, 400, msgspec.json.encode(response), content_type=JSON)
                 return
@@ -188,7 +189,7 @@ class StatelessEndpoint:
                         task_group.cancel_scope.cancel()
                 if feed.dropped:
                     return  # the client stopped reading: its stream ends below
-            await settle(channel.open(), events)
+            await expect_answers(channel.open(), events)
         finally:
             pooled.stream.close_route(channel, routes)
             if listen:
@@ -213,7 +214,7 @@ class StatelessEndpoint:
             oldest.cancel()
         listeners[scope] = None
 
-    def _params_of(self, name: str) -> Sequence[mirror.ParamHeader]:
+    def _params_of(self, name: str) -> Sequence[mirrored_headers.ParamHeader]:
         """The ``x-mcp-header`` annotations of the server's tool ``name``."""
         tool = self.app.server.tools.get(name)
         return () if tool is None else tool.param_headers

@@ -17,9 +17,9 @@ import msgspec
 
 from mcpspec.runtime.envelope import ErrorObject, ErrorResponse
 from mcpspec.runtime.errors import ErrorCode
-from mcpspec.runtime.events import ProtocolViolation, RequestReceived
-from mcpspec.runtime.negotiation import PROBE_DECODER, Probe
-from mcpspec.runtime.rules import Rule
+from mcpspec.runtime.session.events import ProtocolViolation, RequestReceived
+from mcpspec.runtime.session.rules import Rule
+from mcpspec.runtime.session.version_negotiation import PROBE_DECODER, Probe
 
 from .asgi import Receive, Scope, Send, client_gone, respond
 from .routing import Channel
@@ -34,11 +34,11 @@ __all__ = [
     "answerable_id",
     "bad_request",
     "error_body",
+    "expect_answers",
     "internal_error",
     "refuse",
     "refuses_body",
     "route_path",
-    "settle",
     "stateless_status",
     "until_disconnect",
 ]
@@ -204,7 +204,7 @@ def route_path(scope: Scope) -> str:
     return path
 
 
-async def settle(channel: Channel, events: list[Any]) -> None:
+async def expect_answers(channel: Channel, events: list[Any]) -> None:
     """After a body was fed: say which requests the response waits for, or, when
     it carried none, answer 202 (or 400 when a message of it was refused)."""
     request_ids = [e.request_id for e in events if isinstance(e, RequestReceived)]

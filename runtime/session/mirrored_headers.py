@@ -29,7 +29,7 @@ annotations break a rule is left out of the list). A server checks them with
 :func:`header_mismatch` (or :func:`check_headers`, which leaves a body it cannot read
 to the server's own validation) and answers a mismatch with :func:`mismatch_error`; a
 server that has read the routing fields of the body already (a
-:class:`~.negotiation.Probe`) may ask :func:`plainly_mirrored` first, which passes the
+:class:`~.version_negotiation.Probe`) may ask :func:`plainly_mirrored` first, which passes the
 usual request without a second read.
 
 The body is read with a small msgspec decoder that keeps every member it does not need
@@ -49,10 +49,10 @@ from typing import Any, Final, NamedTuple, TypeAlias, TypeVar
 
 import msgspec
 
-from .codec import _on_whole_stack
-from .envelope import ErrorObject
-from .errors import ErrorCode, InvalidMessage, clip, show
-from .negotiation import META_PROTOCOL_VERSION, Probe
+from ..codec import _on_whole_stack
+from ..envelope import ErrorObject
+from ..errors import ErrorCode, InvalidMessage, clip, show
+from .version_negotiation import META_PROTOCOL_VERSION, Probe
 
 __all__ = [
     "MAX_VALUE_LENGTH",

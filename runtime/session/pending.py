@@ -16,7 +16,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 
-from .envelope import ErrorResponse, RequestId
+from ..envelope import ErrorResponse, RequestId
 
 __all__ = [
     "Batch",

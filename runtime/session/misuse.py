@@ -1,7 +1,7 @@
 """Exceptions for misuse by the local side.
 
 Wire input never raises: a peer that breaks a rule produces a
-:class:`~mcpspec.runtime.events.ProtocolViolation` event. The local side breaking a rule
+:class:`~mcpspec.runtime.session.events.ProtocolViolation` event. The local side breaking a rule
 (sending a request the peer has no capability for, answering an id nobody asked, ...)
 is a bug in the caller, and raises one of these. Each names the :class:`Rule` broken.
 """

@@ -4,7 +4,7 @@ Every event is a frozen msgspec Struct. A request, notification or response the 
 accepts becomes :class:`RequestReceived`, :class:`NotificationReceived` (with the
 specialised :class:`RequestCancelled` and :class:`ProgressReceived`),
 :class:`ResponseReceived` or :class:`ErrorReceived`. Input that breaks a rule becomes a
-:class:`ProtocolViolation` naming the :class:`~mcpspec.runtime.rules.Rule`, with the
+:class:`ProtocolViolation` naming the :class:`~mcpspec.runtime.session.rules.Rule`, with the
 JSON-RPC error and, for a request, the error response to send. Negotiation adds
 :class:`SessionReady`, :class:`NegotiationFailed` and :class:`Outgoing` (bytes the session
 produced itself, such as ``notifications/initialized``, for the caller to write).
@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from .contract import RESULT_INPUT_REQUIRED
-from .envelope import ErrorObject, ErrorResponse, RequestId
+from ..declared import RESULT_INPUT_REQUIRED
+from ..envelope import ErrorObject, ErrorResponse, RequestId
 from .rules import Rule
 
 __all__ = [

@@ -10,7 +10,7 @@ of the connection (:class:`SenderView`) that returns the :class:`Problem` (the r
 broken, where, why) or ``None``. On ``send`` the sender is this side, on ``receive``
 the peer, so one check reads the same whichever way the message goes. A problem found
 on ``send`` raises the rule's local-misuse error (:func:`misuse`; nothing is recorded),
-on ``receive`` it becomes a :class:`~mcpspec.runtime.events.ProtocolViolation`, and a
+on ``receive`` it becomes a :class:`~mcpspec.runtime.session.events.ProtocolViolation`, and a
 request is answered with the rule's error (unless the rule says it is never answered,
 as a duplicate id is not: the answer would read as the first request's).
 
@@ -42,10 +42,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from ..declared import ProtocolModel
+from ..envelope import RequestId
+from ..errors import show
 from .capabilities import required_capability
-from .contract import ProtocolModel
-from .envelope import RequestId
-from .errors import show
 from .misuse import (
     CapabilityError,
     LimitError,
@@ -62,8 +62,8 @@ from .state import Lifecycle, Phase, Role, Trigger
 from .stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, LISTEN, Subscriptions, subscription_of
 
 if TYPE_CHECKING:
+    from .negotiated_terms import NegotiatedTerms
     from .progress import ProgressTracker
-    from .terms import Terms
 
 __all__ = [
     "DECLARED",
@@ -137,7 +137,7 @@ class SenderView:
         receiving: bool,
         life: Lifecycle | None = None,
         progress: ProgressTracker | None = None,
-        terms: Terms | None = None,
+        terms: NegotiatedTerms | None = None,
     ) -> None:
         self.role = role
         #: Whether the message is being received (the sender is the peer).
@@ -475,7 +475,7 @@ def _log_asked_for(message: Any, sender: SenderView) -> Problem | None:
 def _on_subscription(message: Any, sender: SenderView) -> Problem | None:
     """2026-07-28: ``notifications/subscriptions/acknowledged`` once, first, on an open
     subscription; a subscription notification within what it agreed to (see
-    :meth:`~mcpspec.runtime.stateless.Subscriptions.verify`, which records the
+    :meth:`~mcpspec.runtime.session.stateless.Subscriptions.verify`, which records the
     acknowledged filter)."""
     params = message.params
     problem = sender.subscriptions.verify(message.method, params)

@@ -5,9 +5,9 @@ the connection (``initialize``, or the ``server/discover`` probe of ``auto`` mod
 negotiates from the answer (falling back to ``initialize`` on -32601 or any error an
 older server answers, retrying once on -32022; an answer it cannot use fails
 negotiation), and hands over what negotiation makes it write as
-:class:`~mcpspec.runtime.events.Outgoing` events. The rest (the ``_meta`` of stateless
+:class:`~mcpspec.runtime.session.events.Outgoing` events. The rest (the ``_meta`` of stateless
 requests, log levels and subscriptions) is the same
-:class:`~mcpspec.runtime.core.Session` as a server's, told by the client's role data,
+:class:`~mcpspec.runtime.session.core.Session` as a server's, told by the client's role data,
 the protocol model and the rule table. :class:`ClientSession` adds the public methods
 that open a connection and retry a request that needed input.
 """
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
+from ..codec import DECODE_FAILURES
+from ..declared import ProtocolModel
+from ..envelope import ErrorObject, RequestId, ResultResponse
+from ..errors import ErrorCode, InvalidMessage
 from .capabilities import as_json
-from .codec import DECODE_FAILURES
-from .contract import ProtocolModel
 from .core import Session
-from .envelope import ErrorObject, RequestId, ResultResponse
-from .errors import ErrorCode, InvalidMessage
 from .events import (
     Event,
     NegotiationFailed,
@@ -37,7 +37,11 @@ from .events import (
 from .kept import Kept
 from .limits import Limits
 from .misuse import LocalProtocolError, NegotiationError, RevisionError, StateError
-from .negotiation import (
+from .pending import IncomingRequest, OutgoingRequest
+from .rules import Rule
+from .state import Phase, Role, Trigger
+from .stateless import RequestMeta
+from .version_negotiation import (
     HANDSHAKE_REVISIONS,
     META_SERVER_INFO,
     RESULT_VERSION_DECODER,
@@ -47,10 +51,6 @@ from .negotiation import (
     client_plan,
     newest_mutual,
 )
-from .pending import IncomingRequest, OutgoingRequest
-from .rules import Rule
-from .state import Phase, Role, Trigger
-from .stateless import RequestMeta
 from .violations import error_object
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ _MODERN_REFUSALS = frozenset(
 
 
 class ClientNegotiation:
-    """How a client negotiates (see :class:`~mcpspec.runtime.negotiating.Negotiation`)."""
+    """How a client negotiates (see :class:`~.negotiation_part.Negotiation`)."""
 
     def __init__(self, session: Session, plan: str) -> None:
         self._session = session
@@ -493,7 +493,7 @@ class ClientSession(Session):
     ``revisions`` restricts the revisions accepted; ``info`` and ``capabilities`` are
     the client's identity and capabilities (generated values of any revision, or
     mappings); ``limits`` bound what the server can make the session hold
-    (:class:`~mcpspec.runtime.limits.Limits`; the defaults when ``None``).
+    (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``).
 
     Start with :meth:`start` (or send an ``initialize``/``server/discover`` request
     yourself); a client pinned to 2026-07-28 may send requests right away.

@@ -1,7 +1,7 @@
 """The protocol rules the sessions enforce, each with the JSON-RPC error it maps to.
 
-Every :class:`~mcpspec.runtime.events.ProtocolViolation` a session reports names one
-:class:`Rule`, and so does every :class:`~mcpspec.runtime.misuse.LocalProtocolError` it
+Every :class:`~mcpspec.runtime.session.events.ProtocolViolation` a session reports names one
+:class:`Rule`, and so does every :class:`~mcpspec.runtime.session.misuse.LocalProtocolError` it
 raises when the local side breaks a rule. ``RULES`` is the table: the error code a
 violation of the rule is answered with (for a request) or reported with (for anything
 else), and one line saying what the rule is.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Final, NamedTuple
 
-from .errors import ErrorCode
+from ..errors import ErrorCode
 
 __all__ = ["RULES", "Problem", "Rule", "RuleInfo"]
 

@@ -23,7 +23,7 @@ import msgspec
 from mcpspec import REVISIONS
 from mcpspec._revisions import PROTOCOL_MODELS
 
-from .contract import ProtocolModel
+from ..declared import ProtocolModel
 
 __all__ = [
     "HANDSHAKE_REVISIONS",
@@ -157,7 +157,7 @@ class _ProbeMeta(msgspec.Struct):
 class _ProbeParams(msgspec.Struct):
     protocol_version: Any = msgspec.field(default=None, name="protocolVersion")
     meta: _ProbeMeta | None = msgspec.field(default=None, name="_meta")
-    #: What a 2026-07-28 ``Mcp-Name`` header mirrors (:mod:`.mirror`), unparsed.
+    #: What a 2026-07-28 ``Mcp-Name`` header mirrors (:mod:`.mirrored_headers`), unparsed.
     name: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     uri: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 

@@ -10,7 +10,7 @@ once, before anything else, and carrying only the notification types the client 
 for. :func:`input_required_problem` checks an ``InputRequiredResult`` against the
 capabilities its request declared. Each check serves both sides: the receiving side
 reports what it finds as a violation, the sending side raises it (the rule table of
-:mod:`.checks` and the model object of :mod:`.models` say when each applies).
+:mod:`.checks` and the model object of :mod:`.protocol_models` say when each applies).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import UNSET
 
+from ..envelope import RequestId
+from ..errors import show
 from .capabilities import CLIENT_PROVIDED, as_json, has_capability, required_capability
-from .envelope import RequestId
-from .errors import show
 from .kept import KEPT_DECODED_BYTES
-from .negotiation import (
+from .rules import Problem, Rule
+from .version_negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
 )
-from .rules import Problem, Rule
 
 __all__ = [
     "ACKNOWLEDGED",

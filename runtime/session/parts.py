@@ -1,5 +1,6 @@
-"""The parts of one session, handed together to its receiving and sending parts (see
-:mod:`.core` for what each does)."""
+"""The parts of one session (:class:`SessionParts`), handed together to the two paths
+through them, receiving and sending (:class:`MessagePath`); :mod:`.core` says what each
+part does."""
 
 from __future__ import annotations
 
@@ -7,23 +8,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from .limits import Limits
+from .negotiated_terms import NegotiatedTerms
 from .pending import PendingTable
 from .progress import ProgressTracker
 from .state import Lifecycle
 from .stateless import Subscriptions
-from .terms import Terms
 from .violations import Violations
 
 if TYPE_CHECKING:
-    from .negotiating import Negotiation
+    from .negotiation_part import Negotiation
 
-__all__ = ["OnParts", "Parts"]
+__all__ = ["MessagePath", "SessionParts"]
 
 
-class Parts(NamedTuple):
+class SessionParts(NamedTuple):
     """The parts of one session."""
 
-    terms: Terms
+    terms: NegotiatedTerms
     life: Lifecycle
     pending: PendingTable
     progress: ProgressTracker
@@ -34,13 +35,13 @@ class Parts(NamedTuple):
     switch: Callable[[str], None]
 
 
-class OnParts:
-    """A part that works on the others (the receiving and the sending part): the parts
-    it shares, bound once as attributes, with the pending table's and the progress
-    tracker's dicts that hot paths read; and the negotiation part it hands the messages
-    that negotiate to."""
+class MessagePath:
+    """A path through the session's parts (the receiving and the sending part are the
+    two): the parts it shares, as attributes (with the pending table's and the progress
+    tracker's dicts, which nearly every message reads), and the negotiation part it hands
+    the messages that negotiate to."""
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: SessionParts) -> None:
         self._terms = parts.terms
         self._life = parts.life
         self._pending = pending = parts.pending

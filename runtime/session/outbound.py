@@ -5,9 +5,9 @@ every rule the session keeps before it records anything: the revision and direct
 the method, then the rule table (:mod:`.checks`) in its order, the same rules the
 receiving part judges the peer's messages by (the phase's gate, the rules of every
 request, the rules of the method, the capability the peer declared, the progress
-token), what the protocol model adds (:mod:`.models`) and, for the messages that
+token), what the protocol model adds (:mod:`.protocol_models`) and, for the messages that
 negotiate, the negotiation part. A message that breaks a rule raises a
-:class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass and leaves no trace.
+:class:`~mcpspec.runtime.session.misuse.LocalProtocolError` subclass and leaves no trace.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import msgspec
 from msgspec import UNSET
 
+from ..envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from ..errors import ErrorCode
 from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
-from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
-from .errors import ErrorCode
-from .inbound import SETTLED_BY_ANSWER, settle
+from .inbound import SETTLED_BY_ANSWER, finish_answered
 from .misuse import (
     ProgressError,
     RequestIdError,
@@ -29,16 +29,16 @@ from .misuse import (
     SessionClosed,
     StateError,
 )
-from .models import misuse_of_result
-from .negotiation import NEGOTIATING, NEVER_BATCHED
-from .parts import OnParts
+from .parts import MessagePath
 from .pending import IncomingRequest, OutgoingRequest, UnrecordedErrorResponse
 from .progress import TERMINAL_TASK_STATUSES
+from .protocol_models import misuse_of_result
 from .rules import Rule
 from .state import Phase
+from .version_negotiation import NEGOTIATING, NEVER_BATCHED
 
 if TYPE_CHECKING:
-    from .parts import Parts
+    from .parts import SessionParts
 
 __all__ = ["Sendable", "Sender", "params_meta", "revision_of"]
 
@@ -86,13 +86,13 @@ def _with_token(message: Any, token: Any) -> Any:
     return msgspec.structs.replace(message, params=params)
 
 
-class Sender(OnParts):
+class Sender(MessagePath):
     """The sending part of a session: ``send`` and what builds on it.
 
-    It works on the session's parts as :class:`~.parts.OnParts` binds them.
+    It works on the session's parts as :class:`~.parts.MessagePath` binds them.
     """
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: SessionParts) -> None:
         super().__init__(parts)
         #: What the rules see of the sender of a sent message: this side.
         self._own = SenderView(
@@ -125,7 +125,7 @@ class Sender(OnParts):
         ``initialize`` or ``server/discover`` of any accepted revision also picks that
         revision.
 
-        Raises a :class:`~mcpspec.runtime.misuse.LocalProtocolError` subclass when the
+        Raises a :class:`~mcpspec.runtime.session.misuse.LocalProtocolError` subclass when the
         message breaks a rule; nothing is recorded then.
         """
         if self._life.phase is Phase.CLOSED:
@@ -395,7 +395,7 @@ class Sender(OnParts):
             response = ResultResponse(id=response.id, result=stamped)
         data = codec.encode(response)
         del self._incoming[response.id]
-        settle(self._progress, self._subscriptions, record, result)
+        finish_answered(self._progress, self._subscriptions, record, result)
         return self._pending.answered(record, response, data, codec.encode)
 
     def _send_error(self, response: ErrorResponse) -> bytes:
@@ -423,5 +423,5 @@ class Sender(OnParts):
             self._negotiation.refusing(record)
         data = encode(response)
         del self._incoming[request_id]
-        settle(self._progress, self._subscriptions, record, None)
+        finish_answered(self._progress, self._subscriptions, record, None)
         return self._pending.answered(record, response, data, encode)

@@ -1,8 +1,8 @@
 """The limits a session keeps on what a peer can make it hold or do.
 
 Every byte from a peer is hostile: a session refuses input beyond these limits with a
-:class:`~mcpspec.runtime.events.ProtocolViolation` whose rule is
-:attr:`~mcpspec.runtime.rules.Rule.LIMIT_EXCEEDED` and whose reason names the limit and
+:class:`~mcpspec.runtime.session.events.ProtocolViolation` whose rule is
+:attr:`~mcpspec.runtime.session.rules.Rule.LIMIT_EXCEEDED` and whose reason names the limit and
 its value, and keeps nothing of what it refused. The defaults are safe for a server
 facing an unknown client and roomy for real traffic; raise them where a deployment needs
 more (large resources, many concurrent calls).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .codec import MAX_BATCH_MEMBERS
+from ..codec import MAX_BATCH_MEMBERS
 
 __all__ = ["DEFAULT_LIMITS", "Limits"]
 

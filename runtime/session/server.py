@@ -5,7 +5,7 @@ the protocol model from the first message (and, in the handshake, the revision f
 version the client requests), takes ``initialize`` and ``notifications/initialized``,
 and checks the results it answers ``initialize`` and ``server/discover`` with. The rest
 (the per-request ``_meta`` of the stateless model, the server identity on its results,
-log levels and subscriptions) is the same :class:`~mcpspec.runtime.core.Session` as a
+log levels and subscriptions) is the same :class:`~mcpspec.runtime.session.core.Session` as a
 client's, told by the server's role data, the protocol model and the rule table.
 :class:`ServerSession` adds the public methods that build a server's answers.
 """
@@ -18,25 +18,25 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Raw
 
+from ..codec import DECODE_FAILURES
+from ..envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
+from ..errors import ErrorCode, InvalidMessage
 from .capabilities import as_json
-from .codec import DECODE_FAILURES
 from .core import Session
-from .envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
-from .errors import ErrorCode, InvalidMessage
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
 from .limits import Limits
 from .misuse import NegotiationError, RevisionError, StateError
-from .negotiation import (
+from .pending import IncomingRequest, OutgoingRequest
+from .rules import Rule
+from .state import Phase, Role, Trigger
+from .stateless import RequestMeta
+from .version_negotiation import (
     HANDSHAKE_REVISIONS,
     PROBE_DECODER,
     STATELESS_REVISIONS,
     accepted_revisions,
     negotiate_handshake,
 )
-from .pending import IncomingRequest, OutgoingRequest
-from .rules import Rule
-from .state import Phase, Role, Trigger
-from .stateless import RequestMeta
 from .violations import error_object
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ _MOVED_BY_ANSWER: Final = frozenset({"initialize"})
 
 
 class ServerNegotiation:
-    """How a server negotiates (see :class:`~mcpspec.runtime.negotiating.Negotiation`)."""
+    """How a server negotiates (see :class:`~.negotiation_part.Negotiation`)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -198,7 +198,7 @@ class ServerSession(Session):
     and ``version``); ``capabilities`` its capabilities (a ``ServerCapabilities`` or a
     mapping); ``instructions`` go into the initialize and discover results built by
     :meth:`initialize_result` and :meth:`discover_result`; ``limits`` bound what the
-    client can make the session hold (:class:`~mcpspec.runtime.limits.Limits`; the
+    client can make the session hold (:class:`~mcpspec.runtime.session.limits.Limits`; the
     defaults when ``None``).
 
     The first valid request decides the model: ``initialize`` starts the handshake

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .envelope import RequestId
+from ..envelope import RequestId
 from .pending import Memory
 
 __all__ = ["IGNORE", "TERMINAL_TASK_STATUSES", "ProgressTracker", "Tokens"]

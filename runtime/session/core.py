@@ -5,21 +5,21 @@ Theory of operation
 
 A session is a handful of parts, each with one job, and two paths through them:
 
-* :class:`~mcpspec.runtime.state.Lifecycle`: the phase, and what may flow in it;
-* :class:`~mcpspec.runtime.pending.PendingTable`: requests in flight both ways, the
+* :class:`~mcpspec.runtime.session.state.Lifecycle`: the phase, and what may flow in it;
+* :class:`~mcpspec.runtime.session.pending.PendingTable`: requests in flight both ways, the
   cancelled ids each side remembers, the answers owed to a received batch;
-* :class:`~mcpspec.runtime.progress.ProgressTracker`: progress tokens both ways;
-* :class:`~mcpspec.runtime.stateless.Subscriptions`: open ``subscriptions/listen``
+* :class:`~mcpspec.runtime.session.progress.ProgressTracker`: progress tokens both ways;
+* :class:`~mcpspec.runtime.session.stateless.Subscriptions`: open ``subscriptions/listen``
   streams (2026-07-28);
-* :class:`~mcpspec.runtime.terms.Terms`: the negotiation state, the revision in use
-  with its protocol model (:mod:`.models`) and rule tables, and what both sides
+* :class:`~.negotiated_terms.NegotiatedTerms`: the negotiation state, the revision in use
+  with its protocol model (:mod:`.protocol_models`) and rule tables, and what both sides
   declared;
 * a negotiation part, the only one that differs between a server and a client
-  (:mod:`.negotiating`);
-* :class:`~mcpspec.runtime.violations.Violations`: how a broken rule becomes an event.
+  (:mod:`.negotiation_part`);
+* :class:`~mcpspec.runtime.session.violations.Violations`: how a broken rule becomes an event.
 
-``receive`` is :meth:`Receiver.receive <mcpspec.runtime.inbound.Receiver.receive>` and
-``send`` is :meth:`Sender.send <mcpspec.runtime.outbound.Sender.send>`: the receiving and
+``receive`` is :meth:`Receiver.receive <mcpspec.runtime.session.inbound.Receiver.receive>` and
+``send`` is :meth:`Sender.send <mcpspec.runtime.session.outbound.Sender.send>`: the receiving and
 sending parts read and change the parts above, and nothing else. A rule of single
 messages is written once, in the rule table (:mod:`.checks`), and both paths apply it:
 on ``send`` its problem raises, on ``receive`` it is a violation. A server and a client
@@ -36,20 +36,20 @@ from typing import Any, Literal, TypeAlias
 
 from msgspec import UNSET
 
-from .codec import Codec
-from .envelope import RequestId
+from ..codec import Codec
+from ..envelope import RequestId
 from .events import Event
 from .inbound import Receiver
 from .limits import DEFAULT_LIMITS, Limits
-from .negotiating import Negotiation
-from .negotiation import accepted_revisions
+from .negotiated_terms import NegotiatedTerms
+from .negotiation_part import Negotiation
 from .outbound import Sendable, Sender
-from .parts import Parts
+from .parts import SessionParts
 from .pending import PendingTable
 from .progress import ProgressTracker
 from .state import Lifecycle, Phase, Role, Trigger
 from .stateless import Subscriptions
-from .terms import Terms
+from .version_negotiation import accepted_revisions
 from .violations import Violations
 
 __all__ = ["Model", "Session"]
@@ -79,11 +79,11 @@ class Session:
         self._pending = pending = PendingTable()
         self._progress = progress = ProgressTracker(limits.max_progress_tokens)
         self._subscriptions = subscriptions = Subscriptions()
-        self._terms = terms = Terms(
+        self._terms = terms = NegotiatedTerms(
             role, accepted_revisions(revisions), info, capabilities, revision, limits
         )
         self._violations = Violations(terms, pending, self._life, limits)
-        parts = Parts(
+        parts = SessionParts(
             terms,
             self._life,
             pending,
@@ -102,10 +102,9 @@ class Session:
 
     # -- the two paths ----------------------------------------------------------------------
 
-    #: ``receive(data)``: the events of one framed wire message; never raises. It is
-    #: the receiving part's own method (:meth:`Receiver.receive
-    #: <mcpspec.runtime.inbound.Receiver.receive>`), bound here once, so that a message
-    #: takes no call in between on the hottest path.
+    #: ``receive(data)``: the events of one framed wire message; never raises. The
+    #: session adds nothing to what its receiving part does, so this is that part's own
+    #: method (:meth:`Receiver.receive <.inbound.Receiver.receive>`).
     receive: Callable[[bytes], list[Event]]
 
     def receive_unread(self, head: bytes, reason: str) -> list[Event] | None:
@@ -113,17 +112,17 @@ class Session:
         first bytes) reads as the response to a request of this side, the events that
         end that request (a violation with rule ``limit-exceeded`` and ``reason``);
         else ``None`` (see :meth:`Receiver.unread_response
-        <mcpspec.runtime.inbound.Receiver.unread_response>`)."""
+        <mcpspec.runtime.session.inbound.Receiver.unread_response>`)."""
         return self._receiver.unread_response(head, reason)
 
     def send(self, message: Sendable, *, progress_token: int | str | None = None) -> bytes:
         """The bytes of ``message`` after checking it against every rule the session
-        keeps (see :meth:`Sender.send <mcpspec.runtime.outbound.Sender.send>`)."""
+        keeps (see :meth:`Sender.send <mcpspec.runtime.session.outbound.Sender.send>`)."""
         return self._sender.send(message, progress_token=progress_token)
 
     def send_batch(self, messages: Sequence[Sendable]) -> bytes:
         """The bytes of a JSON-RPC batch of requests and notifications (2025-03-26; see
-        :meth:`Sender.send_batch <mcpspec.runtime.outbound.Sender.send_batch>`)."""
+        :meth:`Sender.send_batch <mcpspec.runtime.session.outbound.Sender.send_batch>`)."""
         return self._sender.send_batch(messages)
 
     def cancel(self, request_id: RequestId, reason: str | None = None) -> bytes:
@@ -169,7 +168,7 @@ class Session:
 
     @property
     def phase(self) -> Phase:
-        """The lifecycle phase (see :mod:`mcpspec.runtime.state`)."""
+        """The lifecycle phase (see :mod:`mcpspec.runtime.session.state`)."""
         return self._life.phase
 
     @property
@@ -190,7 +189,7 @@ class Session:
 
     @property
     def limits(self) -> Limits:
-        """The limits this session keeps (see :class:`~mcpspec.runtime.limits.Limits`)."""
+        """The limits this session keeps (see :class:`~mcpspec.runtime.session.limits.Limits`)."""
         return self._limits
 
     @property

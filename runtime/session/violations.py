@@ -1,4 +1,4 @@
-"""How a broken rule becomes a :class:`~mcpspec.runtime.events.ProtocolViolation`.
+"""How a broken rule becomes a :class:`~mcpspec.runtime.session.events.ProtocolViolation`.
 
 :class:`Violations` builds the event of every rule a received message can break. When
 the message is a request (or unreadable), the event carries the error response this
@@ -12,14 +12,14 @@ from typing import Any, Final
 
 from msgspec import UNSET
 
-from .envelope import ErrorObject, ErrorResponse, RequestId
-from .errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
+from ..envelope import ErrorObject, ErrorResponse, RequestId
+from ..errors import ERROR_MESSAGES, ErrorCode, InvalidMessage, clip, show
 from .events import ProtocolViolation
 from .limits import Limits
+from .negotiated_terms import NegotiatedTerms
 from .pending import IncomingRequest, OutgoingRequest, PendingTable, UnrecordedErrorResponse
 from .rules import RULES, Problem, Rule
 from .state import Lifecycle
-from .terms import Terms
 
 __all__ = ["Violations", "error_object"]
 
@@ -40,7 +40,9 @@ def error_object(code: int, data: Any = UNSET, message: str = "Error") -> ErrorO
 class Violations:
     """The violation events of one session (see the module docstring)."""
 
-    def __init__(self, terms: Terms, pending: PendingTable, life: Lifecycle, limits: Limits):
+    def __init__(
+        self, terms: NegotiatedTerms, pending: PendingTable, life: Lifecycle, limits: Limits
+    ):
         self._terms = terms
         self._pending = pending
         self._incoming = pending.incoming

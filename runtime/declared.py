@@ -1,5 +1,5 @@
-"""The contract between the generator and the runtime: what a generated revision module
-declares for the runtime to read, as types both sides import.
+"""What a generated revision module declares for the runtime to read (the contract
+between the generator and the runtime), as types both sides import.
 
 Every generated module ``mcpspec.vYYYY_MM_DD`` declares, besides its message types and
 dispatch tables:
@@ -14,7 +14,7 @@ dispatch tables:
 
 ``mcpspec._revisions.PROTOCOL_MODELS`` lists the protocol model of every revision
 without importing the revision modules;
-:func:`mcpspec.runtime.negotiation.protocol_model` reads it.
+:func:`mcpspec.runtime.session.version_negotiation.protocol_model` reads it.
 """
 
 from __future__ import annotations

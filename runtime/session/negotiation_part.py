@@ -1,9 +1,9 @@
 """What the receiving and sending parts ask of a session's negotiation part.
 
 Negotiation is the one thing a server and a client do differently, so each has its own
-part (:class:`~mcpspec.runtime.server.ServerNegotiation`,
-:class:`~mcpspec.runtime.client.ClientNegotiation`); everything else of a session is
-the same for both, told apart by role data (:class:`~mcpspec.runtime.terms.Terms`).
+part (:class:`~mcpspec.runtime.session.server.ServerNegotiation`,
+:class:`~mcpspec.runtime.session.client.ClientNegotiation`); everything else of a session is
+the same for both, told apart by role data (:class:`~.negotiated_terms.NegotiatedTerms`).
 The parts hand over only the messages that negotiate: ``initialize`` and its answer,
 ``notifications/initialized``, ``server/discover`` and its answer, the first message a
 server reads, and the first valid request of the stateless model. Each method says when
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import Raw
 
-from .envelope import ErrorObject, RequestId, ResultResponse
+from ..envelope import ErrorObject, RequestId, ResultResponse
 from .events import Event, SessionReady
 from .pending import IncomingRequest, OutgoingRequest
 from .stateless import RequestMeta

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
+from ..codec import DECODE_FAILURES, envelope_decoder
+from ..envelope import ErrorResponse, RequestId, ResultResponse, is_id
+from ..errors import ErrorCode, InvalidMessage, clip, show
+from ..unparsed_response import response_id
 from .capabilities import MODE_DEPENDENT
 from .checks import DECLARED, IGNORED, PHASE, MessageRule, SenderView, token_problem
-from .codec import DECODE_FAILURES, envelope_decoder
-from .envelope import ErrorResponse, RequestId, ResultResponse, is_id
-from .errors import ErrorCode, InvalidMessage, clip, show
 from .events import (
     ErrorReceived,
     Event,
@@ -42,25 +43,24 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
-from .negotiation import (
+from .parts import MessagePath
+from .pending import Batch, IncomingRequest, OutgoingRequest
+from .progress import TERMINAL_TASK_STATUSES, ProgressTracker
+from .rules import Problem, Rule
+from .state import Phase
+from .stateless import LISTEN, RequestMeta, Subscriptions
+from .version_negotiation import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     NEVER_BATCHED,
     TYPED_BY_ITS_ANSWER,
 )
-from .parts import OnParts
-from .pending import Batch, IncomingRequest, OutgoingRequest
-from .progress import TERMINAL_TASK_STATUSES, ProgressTracker
-from .rules import Problem, Rule
-from .shallow import response_id
-from .state import Phase
-from .stateless import LISTEN, RequestMeta, Subscriptions
 
 if TYPE_CHECKING:
-    from .negotiating import Negotiation
-    from .parts import Parts
+    from .negotiation_part import Negotiation
+    from .parts import SessionParts
 
-__all__ = ["SETTLED_BY_ANSWER", "Handler", "Receiver", "settle", "what_it_is"]
+__all__ = ["SETTLED_BY_ANSWER", "Handler", "Receiver", "finish_answered", "what_it_is"]
 
 #: Handles one decoded message of a class.
 Handler = Callable[[Any], list[Event]]
@@ -114,7 +114,7 @@ SETTLED_BY_ANSWER: Final[dict[str, Callable[[ProgressTracker, Subscriptions, Any
 }
 
 
-def settle(
+def finish_answered(
     progress: ProgressTracker,
     subscriptions: Subscriptions,
     record: IncomingRequest | OutgoingRequest,
@@ -171,13 +171,13 @@ class Admit(Protocol):
     def __call__(self, message: Any, checked: RequestMeta | None = None) -> list[Event]: ...
 
 
-class Receiver(OnParts):
+class Receiver(MessagePath):
     """The receiving part of a session: ``receive``, and the dispatch table behind it.
 
-    It works on the session's parts as :class:`~.parts.OnParts` binds them.
+    It works on the session's parts as :class:`~.parts.MessagePath` binds them.
     """
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: SessionParts) -> None:
         super().__init__(parts)
         self._v = parts.violations
         self._max_bytes = parts.limits.max_message_bytes
@@ -415,7 +415,7 @@ class Receiver(OnParts):
         )
         events: list[Event] = [self._v.invalid(exc, data, index, answers=record)]
         if record is not None:
-            self._settle(record, None)
+            self._finish_answered(record, None)
             self._negotiation.result_refused(record, None, events)
         return events
 
@@ -797,7 +797,7 @@ class Receiver(OnParts):
             try:
                 result = self._codec.decode_result(record.method, result, task=record.task)
             except InvalidMessage as exc:
-                self._settle(record, None)
+                self._finish_answered(record, None)
                 events: list[Event] = [self._v.invalid_result(record, exc)]
                 self._negotiation.result_refused(record, result, events)
                 return events
@@ -812,16 +812,16 @@ class Receiver(OnParts):
             return [received]
         terms = self._terms
         problem = terms.model.result_problem(result, record.capabilities, terms.client_defined)
-        self._settle(record, result)
+        self._finish_answered(record, result)
         if problem is not None:
             return [self._v.of_result(record, problem.rule, problem.reason, problem.path)]
         events: list[Event] = [received]
         self._negotiation.result_received(record, result, events)
         return events
 
-    def _settle(self, record: OutgoingRequest, result: Any) -> None:
+    def _finish_answered(self, record: OutgoingRequest, result: Any) -> None:
         """A request of this side was answered (``result`` ``None`` for an error)."""
-        settle(self._progress, self._subscriptions, record, result)
+        finish_answered(self._progress, self._subscriptions, record, result)
 
     def _stray(self, request_id: RequestId) -> list[Event]:
         """A response to no outstanding request: ignored after a cancellation, else a
@@ -843,7 +843,7 @@ class Receiver(OnParts):
         record = self._outgoing.pop(request_id, None)
         if record is None:
             return self._stray(request_id)
-        self._settle(record, None)
+        self._finish_answered(record, None)
         events: list[Event] = [
             ErrorReceived(
                 request_id=record.id,

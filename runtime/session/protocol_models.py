@@ -24,19 +24,19 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET
 
+from ..declared import RESULT_INPUT_REQUIRED, ProtocolModel
 from .capabilities import as_json
-from .contract import RESULT_INPUT_REQUIRED, ProtocolModel
 from .misuse import CapabilityError, LocalProtocolError, NegotiationError
-from .negotiation import (
+from .rules import Problem, Rule
+from .state import Role
+from .stateless import LEVELS, input_required_problem
+from .version_negotiation import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
 )
-from .rules import Problem, Rule
-from .state import Role
-from .stateless import LEVELS, input_required_problem
 
 __all__ = ["MODELS", "HandshakeModel", "Model", "StatelessModel"]
 

@@ -9,8 +9,8 @@ and nothing else does. Which moves are legal in which phase, for which side, is 
 ``TRANSITIONS`` table: ``(role, phase, trigger) -> next phase``. A move missing from the
 table is illegal. The session asks ``Lifecycle.can(trigger)`` before acting: when the
 move comes from the wire, an illegal one becomes a
-:class:`~mcpspec.runtime.events.ProtocolViolation`; when it comes from the local side, a
-:class:`~mcpspec.runtime.misuse.StateError`.
+:class:`~mcpspec.runtime.session.events.ProtocolViolation`; when it comes from the local side, a
+:class:`~mcpspec.runtime.session.misuse.StateError`.
 
 Phases only matter before the session is ready. The handshake revisions go::
 

@@ -1,10 +1,10 @@
-"""The negotiation state of one session: the revision in use and what it defines for
+"""The negotiated terms of one session: the revision in use and what it defines for
 this side, and what the two sides declared of themselves.
 
-:class:`Terms` changes in two ways only: :meth:`Terms.use` switches the revision (while
-negotiation picks one), and :meth:`Terms.declare` replaces this side's capabilities
-(when its ``initialize`` or discover answer states them). The session rebuilds its
-receive and send tables after either. Everything else here is read.
+:class:`NegotiatedTerms` changes in two ways only: :meth:`~NegotiatedTerms.use` switches
+the revision (while negotiation picks one), and :meth:`~NegotiatedTerms.declare` replaces
+this side's capabilities (when its ``initialize`` or discover answer states them). The
+session rebuilds its receive and send tables after either. Everything else here is read.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import msgspec
 
 from mcpspec import module_name
 
+from ..codec import MAX_BATCH_MEMBERS, Codec
+from ..declared import RESULT_INPUT_REQUIRED
 from .capabilities import (
     CAPABILITY_PATHS,
     CLIENT_PROVIDED,
@@ -31,16 +33,14 @@ from .capabilities import (
     has_capability,
 )
 from .checks import request_rules, rule_table
-from .codec import MAX_BATCH_MEMBERS, Codec
-from .contract import RESULT_INPUT_REQUIRED
 from .kept import Kept
 from .limits import Limits
-from .models import MODELS, Model
-from .negotiation import STATELESS_REVISIONS
+from .protocol_models import MODELS, Model
 from .state import Role
 from .stateless import MetaReader
+from .version_negotiation import STATELESS_REVISIONS
 
-__all__ = ["Terms", "result_classes"]
+__all__ = ["NegotiatedTerms", "result_classes"]
 
 
 @functools.cache
@@ -98,7 +98,7 @@ def _revision(revision: str) -> _Revision:
     )
 
 
-class Terms:
+class NegotiatedTerms:
     """The revision in use and what both sides declared (see the module docstring).
 
     The attributes are read directly; ``own_*`` are this side's, ``peer_*`` the peer's.
@@ -132,7 +132,7 @@ class Terms:
         #: The revision and model agreed, once negotiation is over.
         self.negotiated: str | None = None
         self.agreed_model: Model | None = None
-        #: Whether :class:`~mcpspec.runtime.events.SessionReady` was reported for the
+        #: Whether :class:`~mcpspec.runtime.session.events.SessionReady` was reported for the
         #: stateless model (which a server learns from the first valid request).
         self.ready_emitted = False
         stateless = tuple(r for r in accepted if r in STATELESS_REVISIONS)

@@ -112,9 +112,6 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> 
         await outcome
 
 
-_new_tuple: Final = tuple.__new__
-
-
 class HandedBack(NamedTuple):
     """An answer :meth:`Peer.feed_request` hands back: its bytes, and the code of its
     error (``None`` for a result)."""
@@ -128,8 +125,7 @@ class HandedBack(NamedTuple):
         if not data:
             return None
         code = answer.error.code if isinstance(answer, ErrorResponse) else None
-        # Built as the tuple it is: the class's generated __new__ is a Python call.
-        return _new_tuple(cls, (data, code if isinstance(code, int) else None))
+        return cls(data, code if isinstance(code, int) else None)
 
 
 class _Waiter:

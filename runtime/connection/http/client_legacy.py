@@ -13,12 +13,12 @@ from msgspec import UNSET
 from ..errors import ConnectionClosed, MessageTooLarge
 from .client_link import (
     ClientLink,
+    HttpClientTransport,
     OutgoingEnvelope,
     Post,
     answered_id,
     incoming,
     initialize_version,
-    outgoing,
 )
 from .client_sse import LegacySseChannel, NoSseEndpoint
 
@@ -27,7 +27,7 @@ __all__ = ["LegacySseTransport", "sse_urls"]
 logger = logging.getLogger("mcpspec.connection")
 
 
-class LegacySseTransport:
+class LegacySseTransport(HttpClientTransport):
     """The HTTP+SSE transport of 2024-11-05 (deprecated, still deployed), over an
     :class:`~.client_link.ClientLink`: :meth:`open` ``GET``\\ s the URL (then its ``sse``
     sibling) for the ``endpoint`` event (:class:`~.client_sse.LegacySseChannel`); from
@@ -92,14 +92,6 @@ class LegacySseTransport:
         raise ConnectionClosed("no HTTP+SSE endpoint: " + "; ".join(failures))
 
     # -- the MessageStream protocol -------------------------------------------------------------
-
-    async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
-        return await self._link.receive()
-
-    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
-        """Post one message (:meth:`send_message`)."""
-        await self.send_message(data, outgoing(data))
 
     async def aclose(self) -> None:
         """Stop every request in flight and the stream (there is no session to end)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, suppress
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, cast
 
 import anyio
 import anyio.abc
@@ -317,32 +317,35 @@ class Post:
         self.note: str | None = None
 
 
-class HttpClientTransport(Protocol):
+class HttpClientTransport:
     """One HTTP transport of MCP as the client speaks it, over a :class:`ClientLink`:
     what a connection needs of a message stream
     (:class:`~mcpspec.runtime.connection.transport.MessageStream`), and
     :meth:`send_message` for a message already read (the selector reads each message
-    once, to pick its transport)."""
+    once, to pick its transport). A transport says how a message is posted and how it
+    ends; receiving is the link's."""
 
     #: The protocol version the transport's messages go with, once known.
     protocol_version: str | None
+    _link: ClientLink
 
     async def receive(self) -> bytes:
-        """The next message of the server."""
-        ...
+        """The next message of the server (:meth:`ClientLink.receive`)."""
+        return await self._link.receive()
 
     async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
-        """Post one message."""
-        ...
+        """Post one message (:meth:`send_message`); what it relates to matters to a
+        server's routing only."""
+        await self.send_message(data, outgoing(data))
 
     async def send_message(self, data: bytes, message: OutgoingEnvelope) -> None:
         """Post one message, ``data``, read as ``message`` (:func:`outgoing`)."""
-        ...
+        raise NotImplementedError
 
     async def aclose(self) -> None:
         """Stop every request and stream in flight, and end what the transport holds
         on the server."""
-        ...
+        raise NotImplementedError
 
 
 class ClientLink:

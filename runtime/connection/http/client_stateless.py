@@ -11,13 +11,19 @@ from msgspec import UNSET
 from mcpspec.runtime.session.mirrored_headers import MirrorError, request_headers
 
 from ..errors import ConnectionClosed
-from .client_link import ClientLink, OutgoingEnvelope, Post, outgoing, stateless_version
+from .client_link import (
+    ClientLink,
+    HttpClientTransport,
+    OutgoingEnvelope,
+    Post,
+    stateless_version,
+)
 from .client_tools import ToolHeaderMemory
 
 __all__ = ["StatelessHttpTransport"]
 
 
-class StatelessHttpTransport:
+class StatelessHttpTransport(HttpClientTransport):
     """Streamable HTTP of 2026-07-28 (stateless), over an
     :class:`~.client_link.ClientLink`: no session, no handshake; every request is a POST
     that stands alone, with the headers mirrored from its body (``MCP-Protocol-Version``
@@ -40,14 +46,6 @@ class StatelessHttpTransport:
         self._tools = tools
         #: The protocol version of the last request posted; ``None`` before.
         self.protocol_version: str | None = None
-
-    async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
-        return await self._link.receive()
-
-    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
-        """Post one message (:meth:`send_message`)."""
-        await self.send_message(data, outgoing(data))
 
     async def aclose(self) -> None:
         """Stop every request and stream in flight (there is no session to end)."""

@@ -15,10 +15,10 @@ from ..errors import ConnectionClosed
 from .client_link import (
     DEFAULT_TIMEOUT,
     ClientLink,
+    HttpClientTransport,
     OutgoingEnvelope,
     Post,
     initialize_version,
-    outgoing,
 )
 from .client_renewal import SessionRenewal
 from .client_resumption import MAX_RECONNECTS, RECONNECT_DELAY, SseResumption
@@ -52,7 +52,7 @@ _VERSION_HEADER_SINCE: Final = "2025-06-18"
 Fallback = Callable[[bytes, Post], Awaitable[bool]]
 
 
-class StreamableHttpTransport:
+class StreamableHttpTransport(HttpClientTransport):
     """Streamable HTTP with sessions (2025-03-26 ... 2025-11-25), over an
     :class:`~.client_link.ClientLink`.
 
@@ -110,14 +110,6 @@ class StreamableHttpTransport:
         return self.renewal.initialize_id is not UNSET
 
     # -- the MessageStream protocol -------------------------------------------------------------
-
-    async def receive(self) -> bytes:
-        """The next message of the server (:meth:`~.client_link.ClientLink.receive`)."""
-        return await self._link.receive()
-
-    async def send(self, data: bytes, *, related_request_id: int | str | None = None) -> None:
-        """Post one message (:meth:`send_message`)."""
-        await self.send_message(data, outgoing(data))
 
     async def aclose(self) -> None:
         """Stop every request and stream in flight, then end the session."""

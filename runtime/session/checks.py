@@ -336,16 +336,6 @@ def phase_problem(method: str, phase: Phase) -> Problem:
     )
 
 
-def params_meta(params: Any) -> Any:
-    """The ``_meta`` of request params: a Struct's ``meta``, the ``_meta`` member of the
-    open params of ``ping``, ``roots/list``, ... up to 2025-06-18 (plain objects), or
-    ``None``."""
-    meta = getattr(params, "meta", None)
-    if meta is None and params.__class__ is dict:
-        return params.get("_meta")
-    return None if meta.__class__ is not dict else meta
-
-
 # -- the rules of the table ----------------------------------------------------------------------
 
 

@@ -31,7 +31,15 @@ from ..envelope import ErrorResponse, RequestId, ResultResponse, is_id
 from ..errors import ErrorCode, InvalidMessage, clip, show
 from ..unparsed_response import response_id
 from .capabilities import MODE_DEPENDENT
-from .checks import DECLARED, IGNORED, PHASE, MessageRule, SenderView, token_problem
+from .checks import (
+    DECLARED,
+    IGNORED,
+    PHASE,
+    MessageRule,
+    SenderView,
+    first_problem,
+    token_problem,
+)
 from .events import (
     ErrorReceived,
     Event,
@@ -273,13 +281,10 @@ class Receiver(MessagePath):
         peer = self._peer
         broken = self._broken
 
-        checks = tuple(rule.check for rule in rules)
-
         def judged(message: Any) -> list[Event]:
-            for check in checks:
-                problem = check(message, peer)
-                if problem is not None:
-                    return broken(message, rules[checks.index(check)], problem, request)
+            found = first_problem(rules, message, peer)
+            if found is not None:
+                return broken(message, *found, request)
             return take(message)
 
         return judged
@@ -431,11 +436,9 @@ class Receiver(MessagePath):
         if found is None:
             return self._unhandled(message, data, gated)
         rules, take = found
-        peer = self._peer
-        for rule in rules:
-            problem = rule.check(message, peer)
-            if problem is not None:
-                return self._broken(message, rule, problem, hasattr(message, "id"))
+        broken = first_problem(rules, message, self._peer)
+        if broken is not None:
+            return self._broken(message, *broken, hasattr(message, "id"))
         return take(message)
 
     def _unhandled(self, message: Any, data: bytes, gated: bool) -> list[Event]:
@@ -507,7 +510,6 @@ class Receiver(MessagePath):
         by ``rules``, its ``_meta`` read (the first valid one may make the session
         ready), then taken in by ``accept``. What does not change per message is bound
         once, here."""
-        checks = tuple(rule.check for rule in rules)
         peer = self._peer
         broken = self._broken
         terms = self._terms
@@ -518,10 +520,9 @@ class Receiver(MessagePath):
         meta_refused = self._meta_refused
 
         def on_request_with_meta(message: Any) -> list[Event]:
-            for check in checks:
-                problem = check(message, peer)
-                if problem is not None:
-                    return broken(message, rules[checks.index(check)], problem, True)
+            found = first_problem(rules, message, peer)
+            if found is not None:
+                return broken(message, *found, True)
             meta = message.params.meta
             checked = read(meta)
             if not isinstance(checked, RequestMeta):
@@ -542,7 +543,6 @@ class Receiver(MessagePath):
         bound once, here. ``checked``: the request's ``_meta``, read already, in the
         stateless model."""
         method: str = cls.method  # type: ignore[attr-defined]
-        checks = tuple(rule.check for rule in rules)
         peer = self._peer
         broken = self._broken
         incoming = self._incoming
@@ -555,10 +555,9 @@ class Receiver(MessagePath):
         admit = self._admit
 
         def on_plain_request(message: Any, checked: RequestMeta | None = None) -> list[Event]:
-            for check in checks:
-                problem = check(message, peer)
-                if problem is not None:
-                    return broken(message, rules[checks.index(check)], problem, True)
+            found = first_problem(rules, message, peer)
+            if found is not None:
+                return broken(message, *found, True)
             params = message.params
             if may_task and params.task is not UNSET:
                 return admit(message, checked)  # its capability depends on it
@@ -732,13 +731,10 @@ class Receiver(MessagePath):
         active = expected.active
         lasts = expected.last
 
-        checks = tuple(rule.check for rule in rules)
-
         def on_progress(message: Any) -> list[Event]:
-            for check in checks:
-                problem = check(message, peer)
-                if problem is not None:
-                    return broken(message, rules[checks.index(check)], problem, False)
+            found = first_problem(rules, message, peer)
+            if found is not None:
+                return broken(message, *found, False)
             params = message.params
             token = params.progress_token
             progress = lasts[token] = params.progress

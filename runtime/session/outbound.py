@@ -20,7 +20,7 @@ from msgspec import UNSET
 
 from ..envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from ..errors import ErrorCode
-from .checks import DECLARED, IGNORED, PHASE, SenderView, misuse, token_problem
+from .checks import DECLARED, IGNORED, PHASE, SenderView, first_problem, misuse, token_problem
 from .inbound import SETTLED_BY_ANSWER, finish_answered
 from .misuse import (
     ProgressError,
@@ -158,13 +158,12 @@ class Sender(MessagePath):
         # every request, the rules of the method.
         rules = terms.own_rules.get(method, ())
         rules = (PHASE, *terms.own_request_rules, *rules) if request else (PHASE, *rules)
-        sender = self._own
-        for rule in rules:
-            problem = rule.check(message, sender)
-            if problem is not None:
-                if problem is IGNORED:
-                    return b""  # it crossed the peer's cancellation: nothing to send
-                raise misuse(problem, rule.error)
+        broken = first_problem(rules, message, self._own)
+        if broken is not None:
+            rule, problem = broken
+            if problem is IGNORED:
+                return b""  # it crossed the peer's cancellation: nothing to send
+            raise misuse(problem, rule.error)
         if request:
             return self._send_request(message, method, progress_token)
         return self._send_notification(message, method)

@@ -4,7 +4,10 @@ that cannot be encoded, a request waiting on a client whose input ended."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import tracemalloc
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,6 +25,7 @@ from mcpspec.runtime.connection import (
     memory_byte_pipe,
     memory_pair,
 )
+from mcpspec.runtime.session.kept import Kept
 
 from .connection_kit import HANG_GUARD, call_tool
 
@@ -203,7 +207,7 @@ async def test_a_ping_before_negotiation_then_a_2026_request_in_one_write() -> N
             assert not served.is_set()
             await client.stdin.aclose()
             await served.wait()
-    assert "result" in answers["p"] or answers["p"]["error"]["code"] == -32603
+    assert answers["p"]["result"] == {}  # answered in the terms it was read in
     assert "result" in answers[7] or "error" in answers[7]
 
 
@@ -253,3 +257,93 @@ async def test_a_request_waiting_on_the_client_is_answered_when_stdin_closes() -
             answer = (await client.answers({2}))[2]
     assert answer["error"]["code"] == -32603
     assert "connection ended" in answer["error"]["data"]["reason"]
+
+
+# -- what a session keeps of the client ---------------------------------------------------------
+
+#: Client capabilities of about 60 KB of JSON, nearly all of it ``{}``: many times that in
+#: Python objects once decoded.
+DENSE_CAPABILITIES = {"experimental": {"x": {"y": [{}] * 20_000}}}
+
+
+def initialize(capabilities: dict[str, Any]) -> bytes:
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    return line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}) + line(
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+
+
+async def held_by_a_session(capabilities: dict[str, Any]) -> int:
+    """The memory a stdio server's connection still holds once a client declared
+    ``capabilities`` and was answered (traced, after a collection)."""
+    server = Server()
+    client = StdioPeer()
+    data = initialize(capabilities)
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            gc.collect()
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                task_group.start_soon(partial(server.serve, client.server_stream, linger=1))
+                await client.write(data)
+                await client.answers({0})
+                await client.write(line({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+                await client.answers({1})  # initialized was read before the ping
+                del data
+                gc.collect()
+                held = tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+            await client.stdin.aclose()
+    return held
+
+
+async def test_a_session_keeps_what_the_client_declared_within_a_small_multiple_of_it() -> None:
+    """The connection kept the ``SessionReady`` event, and with it the client's
+    capabilities decoded, for as long as it lasted: about 25x their size."""
+    size = len(msgspec.json.encode(DENSE_CAPABILITIES))
+    extra = await held_by_a_session(DENSE_CAPABILITIES) - await held_by_a_session({})
+    assert extra < 4 * size
+
+
+async def test_a_request_decodes_nothing_the_client_declared_unless_its_handler_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every request's context read the client's capabilities and info from the session,
+    which decodes large ones anew on each read: a request of a few bytes cost the decoding
+    of the whole initialize. Now only a handler that asks pays for it."""
+    reads: list[int] = []
+    decode = Kept.get
+    monkeypatch.setattr(Kept, "get", lambda kept: reads.append(1) or decode(kept))
+    server = Server()
+    seen: list[Any] = []
+
+    @server.handler("tools/list")
+    async def listing(request: Any, ctx: RequestContext) -> Any:
+        return ctx.types.ListToolsResult(tools=[])
+
+    @server.handler("prompts/list")
+    async def prompts(request: Any, ctx: RequestContext) -> Any:
+        seen.append(ctx.client_capabilities.experimental)
+        return ctx.types.ListPromptsResult(prompts=[])
+
+    client = StdioPeer()
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(partial(server.serve, client.server_stream, linger=1))
+            await client.write(initialize(DENSE_CAPABILITIES))
+            await client.answers({0})
+            reads.clear()
+            for n in range(1, 6):
+                await client.write(line({"jsonrpc": "2.0", "id": n, "method": "tools/list"}))
+            assert all("result" in a for a in (await client.answers({1, 2, 3, 4, 5})).values())
+            assert reads == []
+            await client.write(line({"jsonrpc": "2.0", "id": 6, "method": "prompts/list"}))
+            assert "result" in (await client.answers({6}))[6]
+            assert reads and seen == [DENSE_CAPABILITIES["experimental"]]
+            await client.stdin.aclose()

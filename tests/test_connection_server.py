@@ -46,7 +46,7 @@ async def test_handlers_answer_in_every_revision(revision: str) -> None:
     fixture = Fixture()
     async with connected(fixture.server, revision) as client:
         assert client.ready is not None and client.ready.revision == revision
-        assert client.ready.peer_info.name == "fixture"
+        assert client.session.peer_info.name == "fixture"
         caps = client.session.peer_capabilities
         assert caps is not None and set(caps) == {"tools", "logging"}
         tools = await client.request(list_tools(client))

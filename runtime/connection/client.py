@@ -618,12 +618,14 @@ class Client:
     @property
     def server_info(self) -> Any:
         """The server's ``Implementation`` (name, version, ...), when it sent one."""
-        return self._ready_now().peer_info
+        self._ready_now()
+        return self.session.peer_info
 
     @property
     def capabilities(self) -> Any:
         """The server's ``ServerCapabilities`` (typed, in the negotiated revision)."""
-        return self._ready_now().peer_capabilities
+        self._ready_now()
+        return self.session.declared_peer_capabilities
 
     @property
     def instructions(self) -> str | None:

@@ -25,7 +25,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 import anyio
 import msgspec
@@ -43,7 +43,15 @@ if TYPE_CHECKING:
     from .handling import Handling
     from .peer import Peer
 
-__all__ = ["InputState", "LogLevel", "Question", "RequestContext"]
+__all__ = [
+    "ClientDeclarations",
+    "InputState",
+    "LogLevel",
+    "Question",
+    "RequestContext",
+    "RequestDeclarations",
+    "SessionDeclarations",
+]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 #: The client capability each question needs, and the class of its request.
@@ -122,6 +130,49 @@ def _unb64(text: str) -> bytes:
     return base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
 
 
+class ClientDeclarations(Protocol):
+    """What the client declared, as a handler's context reads it."""
+
+    @property
+    def capabilities(self) -> Any:
+        """The client's ``ClientCapabilities``, or ``None`` when unknown."""
+        ...
+
+    @property
+    def info(self) -> Any:
+        """The client's ``Implementation``, or ``None`` when it sent none."""
+        ...
+
+
+class RequestDeclarations(NamedTuple):
+    """What a 2026-07-28 request declared of its client, in its ``_meta``."""
+
+    capabilities: Any
+    info: Any
+
+
+class SessionDeclarations:
+    """What the client declared once for its session (handshake eras), read from the
+    session when a handler asks: the session keeps them within a small multiple of their
+    size, decoding them anew when they are large, so a request that never asks costs
+    nothing for them."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: ServerSession) -> None:
+        self._session = session
+
+    @property
+    def capabilities(self) -> Any:
+        """The client's ``ClientCapabilities``, once known."""
+        return self._session.declared_peer_capabilities
+
+    @property
+    def info(self) -> Any:
+        """The client's ``Implementation``, once known."""
+        return self._session.peer_info
+
+
 class RequestContext:
     """One request being handled: its identity, the client, and what the handler can
     send about it."""
@@ -131,16 +182,14 @@ class RequestContext:
         event: RequestReceived,
         peer: Peer[ServerSession],
         handling: Handling | None,
-        client_capabilities: Any,
-        client_info: Any,
+        client: ClientDeclarations,
         log_threshold: int | None,
         answers: dict[str, Any] | None = None,
     ) -> None:
         self._event = event
         self._peer = peer
         self._handling = handling
-        self._client_capabilities = client_capabilities
-        self._client_info = client_info
+        self._client = client
         self._log_threshold = log_threshold
         self._answers = answers
         self._asked = 0
@@ -184,12 +233,12 @@ class RequestContext:
     def client_capabilities(self) -> Any:
         """The client's ``ClientCapabilities`` (for this request, in 2026-07-28), or
         ``None`` when unknown."""
-        return self._client_capabilities
+        return self._client.capabilities
 
     @property
     def client_info(self) -> Any:
         """The client's ``Implementation``, when it sent one."""
-        return self._client_info
+        return self._client.info
 
     @property
     def cancel_scope(self) -> anyio.CancelScope | None:
@@ -310,7 +359,7 @@ class RequestContext:
         for key, question in zip(keys, asked, strict=True):
             if key in answers:
                 continue
-            caps = self._client_capabilities
+            caps = self._client.capabilities
             if caps is None or getattr(caps, question.capability, UNSET) in (UNSET, None):
                 session = self._peer.session
                 missing = session.missing_capability(self.request_id, {question.capability: {}})

@@ -264,7 +264,9 @@ class Peer(Generic[S]):
 
     @property
     def ready(self) -> SessionReady | None:
-        """The session's ``SessionReady`` event, once negotiation finished."""
+        """The session's ``SessionReady`` event, once negotiation finished, without the
+        peer's info and capabilities (``session.peer_info`` and
+        ``session.declared_peer_capabilities`` read them)."""
         return self._ready
 
     async def wait_ready(self) -> SessionReady:
@@ -668,7 +670,10 @@ class Peer(Generic[S]):
             case Outgoing():
                 await self._write_owned(event.data)
             case SessionReady():
-                self._ready = event
+                # Without the peer's declarations: the session keeps them within a small
+                # multiple of their size, where a copy here would keep them decoded for
+                # as long as the connection lasts.
+                self._ready = msgspec.structs.replace(event, peer_info=None, peer_capabilities=None)
                 self._negotiated.set()
             case NegotiationFailed():
                 self._failed = event

@@ -46,7 +46,15 @@ from mcpspec.runtime.session.server import ServerSession
 from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
-from .context import InputNeeded, InputState, RequestContext, _Answer
+from .context import (
+    ClientDeclarations,
+    InputNeeded,
+    InputState,
+    RequestContext,
+    RequestDeclarations,
+    SessionDeclarations,
+    _Answer,
+)
 from .errors import RequestError
 from .peer import AnswerLater, Peer
 from .stdio import stdio_server_stream
@@ -447,16 +455,15 @@ class ServerConnection:
         handling = peer.handling_of(event.request_id)
         answers: dict[str, Any] | None = None
         kept: dict[str, _Answer] | None = None
+        client: ClientDeclarations
         if session.model == "stateless":
-            capabilities, info = event.client_capabilities, event.client_info
+            client = RequestDeclarations(event.client_capabilities, event.client_info)
             request_state = getattr(event.request.params, "request_state", UNSET)
             if request_state is not UNSET:
                 answers, kept = self._answers(event, request_state)
         else:
-            ready = peer.ready
-            capabilities = ready.peer_capabilities if ready is not None else None
-            info = session.peer_info
-        ctx = RequestContext(event, peer, handling, capabilities, info, self.log_threshold, answers)
+            client = SessionDeclarations(session)
+        ctx = RequestContext(event, peer, handling, client, self.log_threshold, answers)
         try:
             result = await fn(event.request, ctx)
         except InputNeeded as need:

@@ -204,8 +204,16 @@ class Session:
 
     @property
     def peer_info(self) -> Any:
-        """The peer's ``Implementation``, once known."""
+        """The peer's ``Implementation``, once known (decoded anew on each read when it
+        is large: the session keeps it within a small multiple of its size)."""
         return self._terms.peer_info
+
+    @property
+    def declared_peer_capabilities(self) -> Any:
+        """The peer's capabilities as it declared them, typed (its revision's
+        ``ClientCapabilities`` or ``ServerCapabilities``), once known; decoded anew on
+        each read when they are large, as :attr:`peer_info`."""
+        return self._terms.peer_capabilities
 
     @property
     def outstanding(self) -> frozenset[RequestId]:

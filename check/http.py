@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Final
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -45,6 +45,7 @@ from mcpspec.runtime.connection.http.client import (
     media_type,
     stateless_version,
 )
+from mcpspec.runtime.connection.http.client_legacy import sse_urls
 from mcpspec.runtime.connection.http.client_sse import LegacySseChannel, NoSseEndpoint
 from mcpspec.runtime.connection.http.decoding import ACCEPT_ENCODING, decoded_chunks
 from mcpspec.runtime.connection.http.sse_decoder import SseDecoder
@@ -806,13 +807,3 @@ def _modern_error(body: bytes) -> bool:
         and isinstance(message.error.code, int)
         and message.error.code in MODERN_CODES
     )
-
-
-def sse_urls(url: str) -> list[str]:
-    """Where an HTTP+SSE stream may be: the URL itself, then its ``sse`` sibling."""
-    urls = [url]
-    if not urlsplit(url).path.rstrip("/").endswith("/sse"):
-        sibling = urljoin(url, "sse")
-        if sibling != url:
-            urls.append(sibling)
-    return urls

@@ -314,19 +314,23 @@ class ClientNegotiation:
                 )
             )
 
+    def _refused(self, method: str, error: ErrorObject, events: list[Event]) -> None:
+        """Negotiation failed: the server refused the request that opens it, ``method``."""
+        self._fail(
+            f"the server refused {method}: {error.code} {error.message}",
+            [],
+            events,
+            error=error,
+            rule=Rule.METHOD_NOT_FOUND
+            if error.code == ErrorCode.METHOD_NOT_FOUND
+            else Rule.UNSUPPORTED_VERSION,
+        )
+
     def error_received(
         self, record: OutgoingRequest, error: ErrorObject, events: list[Event]
     ) -> None:
         if record.method == "initialize":
-            self._fail(
-                f"the server refused initialize: {error.code} {error.message}",
-                [],
-                events,
-                error=error,
-                rule=Rule.METHOD_NOT_FOUND
-                if error.code == ErrorCode.METHOD_NOT_FOUND
-                else Rule.UNSUPPORTED_VERSION,
-            )
+            self._refused(record.method, error, events)
             return
         if record.method != "server/discover":
             return
@@ -340,15 +344,7 @@ class ClientNegotiation:
             if opening and not terms.ready_emitted:
                 # A client pinned to 2026-07-28 opened with server/discover: refused, no
                 # revision is left to negotiate.
-                self._fail(
-                    f"the server refused server/discover: {error.code} {error.message}",
-                    [],
-                    events,
-                    error=error,
-                    rule=Rule.METHOD_NOT_FOUND
-                    if error.code == ErrorCode.METHOD_NOT_FOUND
-                    else Rule.UNSUPPORTED_VERSION,
-                )
+                self._refused(record.method, error, events)
             return
         if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
             data = error.data if isinstance(error.data, dict) else {}

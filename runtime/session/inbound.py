@@ -250,10 +250,7 @@ class Receiver(MessagePath):
             cls = codec.notifications[method]
             rules = method_rules.get(method, ())
             take = taker.get(method, self._on_notification)
-            if take == self._on_progress:
-                handlers[cls] = self._progress_handler(rules)
-            else:
-                handlers[cls] = self._judged(take, rules, request=False) if rules else take
+            handlers[cls] = self._judged(take, rules, request=False) if rules else take
             gated[cls] = ((PHASE, *rules), take)
         for method in peer_requests:
             cls = codec.requests[method]
@@ -721,37 +718,6 @@ class Receiver(MessagePath):
             reason=None if params.reason is UNSET else params.reason,
             active=active,
         )
-
-    def _progress_handler(self, rules: tuple[MessageRule, ...]) -> Handler:
-        """The handler of ``notifications/progress``, the most frequent notification:
-        :meth:`_on_progress` behind ``rules``, with what it reads bound once, here."""
-        peer = self._peer
-        broken = self._broken
-        expected = self._expected
-        active = expected.active
-        lasts = expected.last
-
-        def on_progress(message: Any) -> list[Event]:
-            found = first_problem(rules, message, peer)
-            if found is not None:
-                return broken(message, *found, False)
-            params = message.params
-            token = params.progress_token
-            progress = lasts[token] = params.progress
-            total = params.total
-            text = getattr(params, "message", UNSET)  # not in 2024-11-05
-            return [
-                ProgressReceived(
-                    message,
-                    token,
-                    progress,
-                    None if total is UNSET else total,
-                    None if text is UNSET else text,
-                    active[token],
-                )
-            ]
-
-        return on_progress
 
     def _on_progress(self, message: Any) -> list[Event]:
         """Progress the rule table let through (an active token, increasing): recorded,

@@ -31,6 +31,7 @@ from .conversation import (
     REVISIONS,
     STATELESS,
     Failure,
+    drop_one_at_a_time,
     errors_logged,
     fuzz_server,
     held_bytes,
@@ -490,12 +491,8 @@ def check(exchange: Exchange) -> list[Failure]:
 
 def shrink(exchange: Exchange, failure: Failure) -> Exchange:
     """A smaller exchange that still fails the same way (requests dropped one at a time)."""
-    requests = list(exchange.requests)
-    index = 0
-    while index < len(requests):
-        trial = replace(exchange, requests=tuple(requests[:index] + requests[index + 1 :]))
-        if any(f.key == failure.key for f in check(trial)):
-            requests = list(trial.requests)
-        else:
-            index += 1
-    return replace(exchange, requests=tuple(requests))
+
+    def still_fails(requests: tuple[HttpRequest, ...]) -> bool:
+        return any(f.key == failure.key for f in check(replace(exchange, requests=requests)))
+
+    return replace(exchange, requests=drop_one_at_a_time(exchange.requests, still_fails))

@@ -30,7 +30,7 @@ from mcpspec.runtime.connection.errors import (
     RequestTimeout,
 )
 
-from .conversation import LIMIT, Failure, errors_logged, logged_failures, where
+from .conversation import LIMIT, Failure, drop_one_at_a_time, errors_logged, logged_failures, where
 
 __all__ = ["BEHAVIOURS", "CALLS", "Hostile", "check", "generate", "run"]
 
@@ -285,12 +285,8 @@ def check(hostile: Hostile) -> list[Failure]:
 
 def shrink(hostile: Hostile, failure: Failure) -> Hostile:
     """A shorter input that still fails the same way (calls dropped one at a time)."""
-    calls = list(hostile.calls)
-    index = 0
-    while index < len(calls) and len(calls) > 1:
-        trial = replace(hostile, calls=tuple(calls[:index] + calls[index + 1 :]))
-        if any(f.key == failure.key for f in check(trial)):
-            calls = list(trial.calls)
-        else:
-            index += 1
-    return replace(hostile, calls=tuple(calls))
+
+    def still_fails(calls: tuple[str, ...]) -> bool:
+        return any(f.key == failure.key for f in check(replace(hostile, calls=calls)))
+
+    return replace(hostile, calls=drop_one_at_a_time(hostile.calls, still_fails, keep=1))

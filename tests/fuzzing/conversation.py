@@ -14,10 +14,10 @@ import json
 import logging
 import traceback
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -236,3 +236,22 @@ def logged_failures(records: list[logging.LogRecord]) -> list[Failure]:
         else:
             failures.append(Failure("ERROR logged", record.msg, text))
     return failures
+
+
+T = TypeVar("T")
+
+
+def drop_one_at_a_time(
+    items: Sequence[T], still_fails: Callable[[tuple[T, ...]], bool], *, keep: int = 0
+) -> tuple[T, ...]:
+    """``items`` without every item whose removal keeps ``still_fails`` true, tried one
+    at a time in order (at least ``keep`` are left): the shrinking of every target."""
+    kept = list(items)
+    index = 0
+    while index < len(kept) and len(kept) > keep:
+        trial = tuple(kept[:index] + kept[index + 1 :])
+        if still_fails(trial):
+            kept = list(trial)
+        else:
+            index += 1
+    return tuple(kept)

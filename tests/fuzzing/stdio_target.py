@@ -39,6 +39,7 @@ from .conversation import (
     STATELESS,
     Failure,
     ServerRecord,
+    drop_one_at_a_time,
     errors_logged,
     fuzz_server,
     held_bytes,
@@ -726,12 +727,8 @@ def _judge_output(done: Transcript) -> list[Failure]:
 
 def shrink(script: Script, failure: Failure) -> Script:
     """A smaller script that still fails the same way (steps dropped one at a time)."""
-    steps = list(script.steps)
-    index = 0
-    while index < len(steps):
-        trial = replace(script, steps=tuple(steps[:index] + steps[index + 1 :]))
-        if any(f.key == failure.key for f in check(trial)):
-            steps = list(trial.steps)
-        else:
-            index += 1
-    return replace(script, steps=tuple(steps))
+
+    def still_fails(steps: tuple[Step, ...]) -> bool:
+        return any(f.key == failure.key for f in check(replace(script, steps=steps)))
+
+    return replace(script, steps=drop_one_at_a_time(script.steps, still_fails))

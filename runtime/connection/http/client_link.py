@@ -524,6 +524,14 @@ class ClientLink:
         """Run ``function(*args)`` in a task that stopping the link cancels."""
         self.task_group.start_soon(self._scopes.run, function, args)
 
+    def cancel_request(self, message: OutgoingEnvelope) -> None:
+        """Stop posting the request a ``notifications/cancelled`` names, if it is in
+        flight (its task's scope is cancelled)."""
+        request_id = None if message.params is None else message.params.request_id
+        cancelled = self.posts.get(request_id) if request_id is not None else None
+        if cancelled is not None:
+            cancelled.scope.cancel()
+
     def start_request(self, post: Post, poster: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Post a request in a task of its own: ``poster(*args)`` posts it and delivers
         its answer; when it leaves ``post`` unanswered (or fails), an error response is

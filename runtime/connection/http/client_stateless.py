@@ -64,10 +64,7 @@ class StatelessHttpTransport(HttpClientTransport):
             self._link.start_request(post, self._post_request, data, message, post)
             return
         if method == "notifications/cancelled":
-            request_id = None if message.params is None else message.params.request_id
-            cancelled = self._link.posts.get(request_id) if request_id is not None else None
-            if cancelled is not None:
-                cancelled.scope.cancel()
+            self._link.cancel_request(message)
             return
         await self._link.send_notice(
             method or "a response", functools.partial(self._post_notice, data, message)

@@ -136,12 +136,9 @@ class StreamableHttpTransport(HttpClientTransport):
             self._link.start_request(post, self._post_request, data, post)
             return
         if method == "notifications/cancelled":
-            request_id = None if message.params is None else message.params.request_id
-            cancelled = self._link.posts.get(request_id) if request_id is not None else None
-            if cancelled is not None:
-                # Disconnecting is no cancellation here: the notification is posted
-                # too; the answer it makes moot is not waited for.
-                cancelled.scope.cancel()
+            # Disconnecting is no cancellation here: the notification is posted too; the
+            # answer it makes moot is not waited for.
+            self._link.cancel_request(message)
         initialized = method == "notifications/initialized"
         if initialized:
             self.renewal.initialized_with(data)

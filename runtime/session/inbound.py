@@ -148,6 +148,16 @@ def finish_answered(
 #: come while a request is out.
 _ONE_PASS_SIZE: Final = 256
 
+#: The rule tuples of the dispatch tables, one object per distinct tuple: they are the
+#: same for every session of a revision and role, and each session would else hold
+#: copies of its own (bounded: the rules are the program's, not a peer's).
+_RULE_TUPLES: dict[tuple[MessageRule, ...], tuple[MessageRule, ...]] = {}
+
+
+def _shared(rules: tuple[MessageRule, ...]) -> tuple[MessageRule, ...]:
+    """``rules``, as the one tuple of its rules every dispatch table uses."""
+    return _RULE_TUPLES.setdefault(rules, rules)
+
 
 @functools.cache
 def _params_type(cls: type) -> Any:
@@ -190,6 +200,7 @@ class Receiver(MessagePath):
         self._v = parts.violations
         self._max_bytes = parts.limits.max_message_bytes
         self._max_in_flight = parts.limits.max_requests_in_flight
+        self._max_bytes_in_flight = parts.limits.request_bytes_in_flight
         #: What the rules see of the sender of a received message: the peer.
         self._peer = SenderView(
             parts.terms.peer_role,
@@ -251,11 +262,11 @@ class Receiver(MessagePath):
             rules = method_rules.get(method, ())
             take = taker.get(method, self._on_notification)
             handlers[cls] = self._judged(take, rules, request=False) if rules else take
-            gated[cls] = ((PHASE, *rules), take)
+            gated[cls] = (_shared((PHASE, *rules)), take)
         for method in peer_requests:
             cls = codec.requests[method]
             own = method_rules.get(method, ())
-            rules = (*every_request, *own)
+            rules = _shared((*every_request, *own))
             take = taker.get(method, self.take_request)
             plain = cls not in judged_each and _struct_params(cls)
             if take != self.take_request:  # it negotiates
@@ -269,7 +280,7 @@ class Receiver(MessagePath):
                 handlers[cls] = self._judged(take, rules, request=True)
             # A request of a model that negotiates in its _meta passes any gate.
             gate = () if reads_meta else (PHASE,)
-            gated[cls] = ((*every_request, *gate, *own), take)
+            gated[cls] = (_shared((*every_request, *gate, *own)), take)
         self._handlers = handlers
         self._gated = gated
 
@@ -319,6 +330,7 @@ class Receiver(MessagePath):
         it). A message is taken in whole or not at all: the checks come first, the
         pending table and progress tokens change only once a message passed them.
         """
+        self._pending.arriving_size = len(data)
         try:
             if self._life.gated:
                 return self._receive_gated(data)
@@ -448,6 +460,7 @@ class Receiver(MessagePath):
         """A 2025-03-26 batch: the events of every member; the answers go out together."""
         pending = self._pending
         batch = pending.batch = Batch()
+        pending.arriving_size = -(-len(data) // max(len(items), 1))
         events: list[Event] = []
         try:
             for index, item in enumerate(items):
@@ -542,11 +555,12 @@ class Receiver(MessagePath):
         method: str = cls.method  # type: ignore[attr-defined]
         peer = self._peer
         broken = self._broken
-        incoming = self._incoming
         begin = self._reporting.begin
         take_in = self._take_in
         violations = self._v
         max_in_flight = self._max_in_flight
+        max_bytes_in_flight = self._max_bytes_in_flight
+        has_room = self._pending.has_room
         reporting = self._reporting
         may_task = cls in self._task_classes
         admit = self._admit
@@ -558,7 +572,7 @@ class Receiver(MessagePath):
             params = message.params
             if may_task and params.task is not UNSET:
                 return admit(message, checked)  # its capability depends on it
-            if len(incoming) >= max_in_flight:
+            if not has_room(max_in_flight, max_bytes_in_flight):
                 return [violations.over_limit(message)]
             meta = params.meta
             token = meta.get("progressToken") if meta.__class__ is dict else None
@@ -602,7 +616,7 @@ class Receiver(MessagePath):
             problem = DECLARED.check(message, peer)
             if problem is not None:
                 return [self._v.refuse_problem(message, problem)]
-        if len(self._incoming) >= self._max_in_flight:
+        if not self._pending.has_room(self._max_in_flight, self._max_bytes_in_flight):
             return [self._v.over_limit(message)]
         params = message.params
         task = cls in self._task_classes and params.task is not UNSET
@@ -633,23 +647,28 @@ class Receiver(MessagePath):
         checked: RequestMeta | None,
     ) -> list[Event]:
         """A request that passed every check: its pending-table record and its event."""
-        batch = self._pending.batch
+        pending = self._pending
+        batch = pending.batch
+        size = pending.arriving_size
         if checked is None:
-            self._incoming[request_id] = IncomingRequest(request_id, method, token, task, batch)
+            pending.take_in(IncomingRequest(request_id, method, token, task, batch, size=size))
             event = RequestReceived(message, request_id, method, token)
         else:
-            self._incoming[request_id] = IncomingRequest(
-                request_id,
-                method,
-                token,
-                task,
-                batch,
-                checked.log_rank,
-                # What the request declared, kept only where a result may ask for input
-                # (so a long-lived request, a subscription, keeps nothing of it).
-                message.params.meta.get(META_CLIENT_CAPABILITIES)  # a dict: checked
-                if method in self._terms.input_methods
-                else None,
+            pending.take_in(
+                IncomingRequest(
+                    request_id,
+                    method,
+                    token,
+                    task,
+                    batch,
+                    checked.log_rank,
+                    # What the request declared, kept only where a result may ask for
+                    # input (so a long-lived request, a subscription, keeps nothing of it).
+                    message.params.meta.get(META_CLIENT_CAPABILITIES)  # a dict: checked
+                    if method in self._terms.input_methods
+                    else None,
+                    size=size,
+                )
             )
             event = RequestReceived(
                 message,
@@ -690,7 +709,7 @@ class Receiver(MessagePath):
         request_id = message.params.request_id
         record = self._incoming.get(request_id)
         if record is not None:
-            del self._incoming[request_id]
+            self._pending.release(request_id)
             self._pending.cancelled_in.add(request_id)
             if record.progress_token is not None:
                 self._reporting.finish(record.progress_token, cancelled=True)

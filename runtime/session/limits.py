@@ -40,6 +40,13 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     #: requests whose error response is owed). Beyond it a request gets an error
     #: response at once and nothing of it is kept.
     max_requests_in_flight: int = 1024
+    #: The most bytes (their wire size) of the peer's requests this side holds
+    #: unanswered. A request decodes to up to about 30 times its size in Python objects
+    #: (``[{},{}]``: a dict of 64 bytes for three bytes of JSON), and its handler holds
+    #: it until it is answered: this bounds what the requests in flight hold, in bytes
+    #: the peer sent. Beyond it a request gets an error response at once and nothing of
+    #: it is kept. Taken as ``max_message_bytes`` where that is larger.
+    max_request_bytes_in_flight: int = 8 * 1024 * 1024
     #: The most progress tokens of the peer's requests this side holds, including those
     #: kept for tasks that have not finished (2025-11-25), which are the only task
     #: records a session keeps. Beyond it a request that asks for progress is refused;
@@ -59,6 +66,12 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
                 raise ValueError(
                     f"Limits.{name} must be an integer of at least {least}, not {value!r}"
                 )
+
+    @property
+    def request_bytes_in_flight(self) -> int:
+        """``max_request_bytes_in_flight``, or ``max_message_bytes`` where that is
+        larger: a message the size limit takes is taken when nothing else is in flight."""
+        return max(self.max_request_bytes_in_flight, self.max_message_bytes)
 
 
 #: The limits a session keeps when given none.

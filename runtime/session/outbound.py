@@ -337,7 +337,7 @@ class Sender(MessagePath):
             self._subscriptions.closed(request_id)
             return
         if request_id in self._incoming and self._subscriptions.closed(request_id):
-            del self._incoming[request_id]  # a subscription this side serves
+            self._pending.release(request_id)  # a subscription this side serves
             return
         raise RequestIdError(
             Rule.UNKNOWN_RESPONSE_ID,
@@ -393,7 +393,7 @@ class Sender(MessagePath):
         if stamped is not result:
             response = ResultResponse(id=response.id, result=stamped)
         data = codec.encode(response)
-        del self._incoming[response.id]
+        self._pending.release(response.id)
         finish_answered(self._progress, self._subscriptions, record, result)
         return self._pending.answered(record, response, data, codec.encode)
 
@@ -421,6 +421,6 @@ class Sender(MessagePath):
         if record.method in NEGOTIATING:
             self._negotiation.refusing(record)
         data = encode(response)
-        del self._incoming[request_id]
+        self._pending.release(request_id)
         finish_answered(self._progress, self._subscriptions, record, None)
         return self._pending.answered(record, response, data, encode)

@@ -117,6 +117,9 @@ class IncomingRequest(msgspec.Struct, gc=False):
     #: The revision the request was received in, when the session has switched to
     #: another since (negotiation picked one): it is answered in its own terms.
     revision: str | None = None
+    #: Its share of the bytes of the message it came in (counted in
+    #: ``PendingTable.incoming_bytes`` while it is unanswered).
+    size: int = 0
 
 
 class PendingTable:
@@ -124,12 +127,14 @@ class PendingTable:
     the answers owed to received 2025-03-26 batches."""
 
     __slots__ = (
+        "arriving_size",
         "batch",
         "cancelled_in",
         "cancelled_log_rank",
         "cancelled_out",
         "counter",
         "incoming",
+        "incoming_bytes",
         "null_batches",
         "null_owed",
         "open_batches",
@@ -139,6 +144,11 @@ class PendingTable:
     def __init__(self) -> None:
         self.outgoing: dict[RequestId, OutgoingRequest] = {}
         self.incoming: dict[RequestId, IncomingRequest] = {}
+        #: The sum of the ``size`` of the records in ``incoming``.
+        self.incoming_bytes = 0
+        #: What each request of the message being received is charged: its size, or a
+        #: batch's size shared among its members.
+        self.arriving_size = 0
         #: Requests this side cancelled: their late responses are ignored.
         self.cancelled_out: Memory[RequestId] = Memory()
         #: Requests the peer cancelled: this side's late answers are dropped.
@@ -163,6 +173,25 @@ class PendingTable:
             self.counter += 1
             if self.counter not in self.outgoing:
                 return self.counter
+
+    def has_room(self, max_requests: int, max_bytes: int) -> bool:
+        """Whether a request of the message being received fits within the limits of
+        the peer's requests in flight, in number and in bytes."""
+        return (
+            len(self.incoming) < max_requests
+            and self.incoming_bytes + self.arriving_size <= max_bytes
+        )
+
+    def take_in(self, record: IncomingRequest) -> None:
+        """Record a request of the peer that awaits this side's answer."""
+        self.incoming[record.id] = record
+        self.incoming_bytes += record.size
+
+    def release(self, request_id: RequestId) -> IncomingRequest:
+        """Forget the peer's request ``request_id`` (answered, or cancelled): its record."""
+        record = self.incoming.pop(request_id)
+        self.incoming_bytes -= record.size
+        return record
 
     def owed(self) -> int:
         """How many answers this side owes the peer, counting each open batch once."""

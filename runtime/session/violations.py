@@ -49,6 +49,7 @@ class Violations:
         self._life = life
         self._max_bytes = limits.max_message_bytes
         self._max_in_flight = limits.max_requests_in_flight
+        self._max_bytes_in_flight = limits.request_bytes_in_flight
 
     def violation(
         self,
@@ -134,9 +135,7 @@ class Violations:
             else:
                 pending.null_owed += 1
             return ErrorResponse(id=None, error=error)
-        self._incoming[request_id] = IncomingRequest(
-            request_id, method or "", batch=batch, rejected=True
-        )
+        pending.take_in(IncomingRequest(request_id, method or "", batch=batch, rejected=True))
         if batch is not None:
             batch.waiting.add(request_id)
         return ErrorResponse(id=request_id, error=error)
@@ -144,15 +143,21 @@ class Violations:
     # -- the violations of received messages ------------------------------------------------
 
     def over_limit(self, message: Any) -> ProtocolViolation:
-        """The violation of a request beyond ``max_requests_in_flight``: answered at
-        once, nothing of it kept."""
-        return self.refuse(
-            message,
-            Rule.LIMIT_EXCEEDED,
-            f"{self._max_in_flight} requests are unanswered: over the limit "
-            f"max_requests_in_flight={self._max_in_flight}",
-            "$",
-        )
+        """The violation of a request beyond ``max_requests_in_flight`` or
+        ``max_request_bytes_in_flight``: answered at once, nothing of it kept."""
+        pending = self._pending
+        if len(pending.incoming) >= self._max_in_flight:
+            reason = (
+                f"{self._max_in_flight} requests are unanswered: over the limit "
+                f"max_requests_in_flight={self._max_in_flight}"
+            )
+        else:
+            reason = (
+                f"{pending.incoming_bytes} bytes of requests are unanswered: "
+                f"{pending.arriving_size} more are over the limit "
+                f"max_request_bytes_in_flight={self._max_bytes_in_flight}"
+            )
+        return self.refuse(message, Rule.LIMIT_EXCEEDED, reason, "$")
 
     def oversized(self, size: int) -> ProtocolViolation:
         """The violation of a message over ``max_message_bytes``, refused unread."""

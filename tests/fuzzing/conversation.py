@@ -25,7 +25,9 @@ from mcpspec.runtime import Limits
 from mcpspec.runtime.connection import ConnectionClosed, RequestContext, RequestError, Server
 
 __all__ = [
+    "DECODED_PER_BYTE",
     "HANDSHAKE_REVISIONS",
+    "IN_FLIGHT",
     "LIMIT",
     "META",
     "REVISIONS",
@@ -48,6 +50,12 @@ STATELESS = "2026-07-28"
 #: The largest message the server under test takes: small, so that an oversized line is
 #: cheap to make and what a message may cost in memory is quick to measure.
 LIMIT = 64 * 1024
+#: The bytes of requests in flight the server under test takes
+#: (``Limits.max_request_bytes_in_flight``): running handlers hold what these decode to.
+IN_FLIGHT = LIMIT
+#: The most Python objects one byte of JSON decodes to, in bytes (``[{},{},...]``: a
+#: dict of 64 bytes and its list slot for three bytes).
+DECODED_PER_BYTE = 32
 #: The ``_meta`` every 2026-07-28 request carries.
 META: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": STATELESS,
@@ -105,7 +113,11 @@ def fuzz_server(record: ServerRecord | None = None) -> Server:
         "1.0",
         list_changed=True,
         subscribe=True,
-        limits=Limits(max_message_bytes=LIMIT, max_requests_in_flight=64),
+        limits=Limits(
+            max_message_bytes=LIMIT,
+            max_requests_in_flight=64,
+            max_request_bytes_in_flight=IN_FLIGHT,
+        ),
     )
 
     @server.tool()

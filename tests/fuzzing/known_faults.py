@@ -24,16 +24,7 @@ class KnownFault:
     matches: Callable[[str, Failure], bool]
 
 
-KNOWN_FAULTS: tuple[KnownFault, ...] = (
-    KnownFault(
-        "a request whose handler runs holds about 25x its size",
-        "Memory out of proportion to bytes: a request decodes to about 25x its size in "
-        "Python objects, and its handler holds all of it while it runs (bounded per "
-        "connection by max_requests_in_flight x the message limit; the open objects it only "
-        "carries, such as _meta, are not yet kept as raw JSON)",
-        lambda target, f: f.kind == "memory out of proportion to input",
-    ),
-)
+KNOWN_FAULTS: tuple[KnownFault, ...] = ()
 
 
 def known_fault(target: str, failure: Failure) -> KnownFault | None:

@@ -33,7 +33,9 @@ import msgspec
 from mcpspec.runtime.connection import NewlineFramedStream, memory_byte_pipe
 
 from .conversation import (
+    DECODED_PER_BYTE,
     HANDSHAKE_REVISIONS,
+    IN_FLIGHT,
     LIMIT,
     REVISIONS,
     STATELESS,
@@ -57,9 +59,10 @@ LINGER = 0.05
 #: Bound on one input: only a hang reaches it.
 HANG = 10.0
 #: What the server may still hold, before stdin closes, per byte it was sent (and
-#: wrote), plus a fixed allowance.
+#: wrote), plus what its running handlers may hold (the requests in flight it takes,
+#: decoded), plus a fixed allowance.
 MEMORY_FACTOR = 8
-MEMORY_ALLOWANCE = 1 << 20
+MEMORY_ALLOWANCE = (1 << 20) + DECODED_PER_BYTE * IN_FLIGHT
 
 
 @dataclass(frozen=True)

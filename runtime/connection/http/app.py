@@ -110,6 +110,8 @@ class HttpApp:
         #: already: a client sends the same ones on every request (bounded).
         self._passed_hosts: set[tuple[str | None, str | None]] = set()
         self._passed_media: set[tuple[str | None, str | None]] = set()
+        #: The bytes of the POST bodies being handled (see ``max_bytes_in_flight``).
+        self._bytes_in_flight = 0
         self._legacy: Any = None
         if settings.legacy_sse:
             if not self.handshake_revisions:
@@ -282,6 +284,25 @@ class HttpApp:
             # open, the ASGI server would read it all to reach the next request.
             await refuse(send, Refusal(413, str(exc), {"connection": "close"}))
             return
+        size = len(body)
+        held = self._bytes_in_flight
+        if held and held + size > self.settings.max_bytes_in_flight:
+            reason = (
+                f"Service Unavailable: {held} bytes of requests are being handled, "
+                f"over the limit max_bytes_in_flight={self.settings.max_bytes_in_flight}"
+            )
+            await refuse(send, Refusal(503, reason, {"retry-after": "1"}))
+            return
+        self._bytes_in_flight = held + size
+        try:
+            await self._post_body(headers, body, receive, send)
+        finally:
+            self._bytes_in_flight -= size
+
+    async def _post_body(
+        self, headers: dict[str, str], body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """Answer a POST whose body was read: in the stateless era or a handshake era."""
         peek = BodyPeek(body)
         version = headers.get(VERSION_HEADER)
         # The body's _meta decides when it names a version (a version this server does

@@ -70,7 +70,12 @@ class HttpSettings:
       <token>`` that it accepts (401 with ``WWW-Authenticate`` otherwise);
       ``resource_metadata`` is the URL of the protected resource metadata named there.
       ``max_body_bytes``: a larger body is refused with 413 before it is read whole
-      (``None``: the server's ``limits.max_message_bytes``).
+      (``None``: the server's ``limits.max_message_bytes``). ``max_bytes_in_flight``:
+      the most bytes of POST bodies the app holds at once, over all clients (a request
+      decodes to many times its size, and its handler holds it until it is answered):
+      a POST beyond it is refused with 503 and ``Retry-After`` (one at least is always
+      taken). Each session bounds its own requests as well
+      (``Limits.max_request_bytes_in_flight``).
 
     Streams: ``keepalive_seconds`` between comment lines on quiet long-lived streams
     (``subscriptions/listen``, ``GET``); ``max_queued_messages`` bounds the messages
@@ -108,6 +113,7 @@ class HttpSettings:
     keepalive_seconds: float = 15.0
     max_queued_messages: int = 1024
     stall_seconds: float = 30.0
+    max_bytes_in_flight: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for name in ("path", "sse_path", "messages_path"):
@@ -117,6 +123,8 @@ class HttpSettings:
             raise ValueError("max_sessions and max_queued_messages must be positive")
         if self.max_body_bytes is not None and self.max_body_bytes < 512:
             raise ValueError("max_body_bytes must be at least 512")
+        if self.max_bytes_in_flight < 1:
+            raise ValueError("max_bytes_in_flight must be positive")
         if min(self.keepalive_seconds, self.session_idle_seconds, self.stall_seconds) <= 0:
             raise ValueError(
                 "keepalive_seconds, session_idle_seconds and stall_seconds must be positive"

@@ -167,12 +167,14 @@ async def drive(
     query: bytes = b"",
     gone: anyio.Event | None = None,
     truncated: bool = False,
+    stalled: bool = False,
     on_chunk: OnChunk | None = None,
 ) -> Reply:
     """Call ``app`` with one request as an ASGI server would: the body in ``chunks``
-    (``truncated``: the client hangs up before its end), then ``http.disconnect`` once
-    ``gone`` is set. ``on_chunk`` sees each body chunk sent, and may hold the send (a
-    client that stops reading)."""
+    (``truncated``: the client hangs up before its end; ``stalled``: it says more is
+    coming and sends nothing more), then ``http.disconnect`` once ``gone`` is set.
+    ``on_chunk`` sees each body chunk sent, and may hold the send (a client that stops
+    reading)."""
     reply = Reply()
     pending = list(chunks)
     gone = gone if gone is not None else anyio.Event()
@@ -180,7 +182,8 @@ async def drive(
     async def receive() -> dict[str, Any]:
         if pending:
             chunk = pending.pop(0)
-            return {"type": "http.request", "body": chunk, "more_body": bool(pending) or truncated}
+            more = bool(pending) or truncated or stalled
+            return {"type": "http.request", "body": chunk, "more_body": more}
         if not truncated:
             await gone.wait()
         return {"type": "http.disconnect"}

@@ -519,9 +519,9 @@ class LegacyClient:
         if self._on_chunk is not None:
             await self._on_chunk(chunk)
 
-    async def post(self, message: Any, *, truncated: bool = False) -> Reply:
+    async def post(self, message: Any, *, truncated: bool = False, stalled: bool = False) -> Reply:
         data = encode(message)
-        chunks = [data[: len(data) // 2]] if truncated else [data]
+        chunks = [data[: len(data) // 2]] if truncated or stalled else [data]
         return await drive(
             self.app,
             "POST",
@@ -530,6 +530,7 @@ class LegacyClient:
             chunks,
             query=f"session_id={self.session_id}".encode(),
             truncated=truncated,
+            stalled=stalled,
         )
 
     async def next_message(self) -> dict[str, Any]:
@@ -667,3 +668,24 @@ async def test_posts_beyond_max_bytes_in_flight_are_refused_until_room_is_made()
     assert first[0].status == 200 and app._bytes_in_flight == 0
     again = await drive(app, "POST", "/mcp", modern("tools/call", "echo"), [echo])
     assert again.status == 200 and again.messages() == [] and "x" * 600 in again.body.decode()
+
+
+async def test_a_body_announced_and_not_sent_is_408_within_stall_seconds() -> None:
+    """A client announcing a body it never sends (its first part, then nothing) was
+    waited for with no bound; it now gets 408 after ``stall_seconds``, and the
+    connection is closed, on the Streamable HTTP and the HTTP+SSE endpoints alike."""
+    server, _ = build_server()
+    app = http_app(server, legacy_sse=True, stall_seconds=0.2)
+    body = encode(stateless_call("echo", {"text": "hi"}))
+    headers = {**modern("tools/call", "echo"), "content-length": str(len(body))}
+    with anyio.fail_after(GUARD):
+        reply = await drive(app, "POST", "/mcp", headers, [body[:10]], stalled=True)
+    assert reply.status == 408 and reply.headers["connection"] == "close"
+    assert "did not arrive within 0.2 s" in reply.json()["error"]["message"]
+    async with anyio.create_task_group() as task_group:
+        client = LegacyClient(app)
+        await client.open(task_group)
+        with anyio.fail_after(GUARD):
+            reply = await client.post(request("tools/list"), stalled=True)
+        assert reply.status == 408 and reply.headers["connection"] == "close"
+        client.gone.set()

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import HttpSettings, http_app
+from mcpspec.runtime.connection.http import HttpSettings, http_app, security
 from tests.http_kit import (
     ACCEPT_BOTH,
     GUARD,
@@ -580,3 +580,39 @@ async def test_unknown_session_is_404() -> None:
             assert delete.status_code == 404
         # The real session is untouched by the guesses.
         assert (await client.post("/mcp", json=rpc(2, "ping"), headers=headers)).status_code == 200
+
+
+JSON_AND_SSE = ("application/json", "text/event-stream")
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json, text/event-stream",
+        "application/json;q=0.5, text/event-stream;q=0.1",
+        "*/*",
+        "application/*, text/*",
+        "text/event-stream, application/json; charset=utf-8; q=1",
+        "*/*;q=0.1, application/json",
+    ],
+)
+def test_accept_listing_both_types_with_a_weight_is_taken(accept: str) -> None:
+    assert security.check_accept({"accept": accept}, *JSON_AND_SSE) is None
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;q=0, text/event-stream",
+        "application/json, text/event-stream;q=0.000",
+        "*/*, application/json;q=0",  # the more specific range decides
+        "application/*;q=0, text/event-stream, */*",
+        "application/json;q=none, text/event-stream",  # no weight: the range is left out
+        "text/event-stream",
+        "",
+    ],
+)
+def test_accept_refusing_a_type_with_q_0_is_406(accept: str) -> None:
+    """RFC 9110: a weight of 0 means "not acceptable"."""
+    refusal = security.check_accept({"accept": accept}, *JSON_AND_SSE)
+    assert refusal is not None and refusal.status == 406

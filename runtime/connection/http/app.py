@@ -41,7 +41,7 @@ import anyio.abc
 from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..pipes import running_asyncio_loop
-from .asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, header_map, read_body, respond
+from .asgi import BodyRefused, ClientGone, Receive, Scope, Send, header_map, read_body, respond
 from .event_store import MemoryEventStore
 from .handshake import HandshakeEndpoint
 from .security import (
@@ -278,11 +278,9 @@ class HttpApp:
             await refuse(send, refusal)
             return
         try:
-            body = await read_body(receive, headers, self.max_body)
-        except BodyTooLarge as exc:
-            # Closing the connection stops the rest of the body at the socket: kept
-            # open, the ASGI server would read it all to reach the next request.
-            await refuse(send, Refusal(413, str(exc), {"connection": "close"}))
+            body = await read_body(receive, headers, self.max_body, self.settings.stall_seconds)
+        except BodyRefused as exc:
+            await refuse(send, Refusal(exc.status, str(exc), {"connection": "close"}))
             return
         size = len(body)
         held = self._bytes_in_flight

@@ -10,7 +10,11 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http import HTTPStatus
 from typing import Any, Final
 
+import anyio
+
 __all__ = [
+    "BodyRefused",
+    "BodyStalled",
     "BodyTooLarge",
     "ClientGone",
     "Receive",
@@ -29,12 +33,32 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class BodyTooLarge(Exception):
-    """The request's body is over the limit (it was not read whole)."""
+class BodyRefused(Exception):
+    """The request's body was not read whole: ``status`` is the answer (the connection
+    is then closed, which stops the rest of the body at the socket: kept open, the ASGI
+    server would read it all, or wait for it, to reach the next request)."""
+
+    status: int = 400
+
+
+class BodyTooLarge(BodyRefused):
+    """The request's body is over the limit."""
+
+    status = 413
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"the body is over the limit of {limit} bytes")
         self.limit = limit
+
+
+class BodyStalled(BodyRefused):
+    """The client did not send the body it announced within the bound."""
+
+    status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"Request Timeout: the body did not arrive within {seconds:g} s")
+        self.seconds = seconds
 
 
 class ClientGone(Exception):
@@ -90,13 +114,23 @@ def header_map(scope: Scope) -> dict[str, str]:
     return {name: ", ".join(given) for name, given in values.items()}
 
 
-async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+async def read_body(
+    receive: Receive, headers: Mapping[str, str], limit: int, stall: float
+) -> bytes:
     """The whole body, or :class:`BodyTooLarge` as soon as it is known to be over
     ``limit`` bytes (from ``Content-Length``, or while reading: never more than
-    ``limit`` plus one chunk is held). Raises :class:`ClientGone` on a disconnect."""
+    ``limit`` plus one chunk is held), or :class:`BodyStalled` when it has not all
+    arrived within ``stall`` seconds (a client announcing a body it does not send would
+    else hold the request open for ever). Raises :class:`ClientGone` on a disconnect."""
     declared = headers.get("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
+    with anyio.move_on_after(stall):
+        return await _read_chunks(receive, limit)
+    raise BodyStalled(stall)
+
+
+async def _read_chunks(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:

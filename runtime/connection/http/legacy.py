@@ -24,7 +24,7 @@ import anyio
 from ..changes import DROP_GRACE
 from ..errors import ConnectionClosed
 from .asgi import (
-    BodyTooLarge,
+    BodyRefused,
     Receive,
     Scope,
     Send,
@@ -204,10 +204,12 @@ class LegacySse:
             await respond(send, 404 if session_id else 400)
             return
         try:
-            body = await read_body(receive, headers, self.app.max_body)
-        except BodyTooLarge:
+            body = await read_body(
+                receive, headers, self.app.max_body, self.app.settings.stall_seconds
+            )
+        except BodyRefused as exc:
             # As on the Streamable HTTP endpoint: closing stops the rest of the body.
-            await respond(send, 413, headers={"connection": "close"})
+            await respond(send, exc.status, headers={"connection": "close"})
             return
         await respond(send, 202 if stream.deliver(body) else 503)
 

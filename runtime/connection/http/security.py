@@ -10,6 +10,7 @@ verifier judges.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -106,8 +107,34 @@ async def check_token(headers: Mapping[str, str], settings: HttpSettings) -> Ref
     return None
 
 
-def _media_types(value: str) -> set[str]:
-    return {part.split(";", 1)[0].strip().lower() for part in value.split(",")}
+def _media_ranges(value: str) -> dict[str, float]:
+    """The media ranges of an ``Accept`` value and their weights (``q``, 1 when absent;
+    a range whose weight is no number is left out)."""
+    ranges: dict[str, float] = {}
+    for part in value.split(","):
+        media_range, *parameters = part.split(";")
+        weight = 1.0
+        for parameter in parameters:
+            name, _, number = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(number.strip())
+                except ValueError:
+                    weight = math.nan
+        if not math.isnan(weight):
+            ranges[media_range.strip().lower()] = weight
+    return ranges
+
+
+def _weight(ranges: Mapping[str, float], media_type: str) -> float:
+    """The weight ``ranges`` give ``media_type``: that of the most specific range that
+    covers it (RFC 9110, 12.5.1), 0 when none does."""
+    major = media_type.split("/", 1)[0]
+    for media_range in (media_type, f"{major}/*", "*/*"):
+        weight = ranges.get(media_range)
+        if weight is not None:
+            return weight
+    return 0.0
 
 
 def check_content_type(headers: Mapping[str, str]) -> Refusal | None:
@@ -119,12 +146,10 @@ def check_content_type(headers: Mapping[str, str]) -> Refusal | None:
 
 
 def check_accept(headers: Mapping[str, str], *types: str) -> Refusal | None:
-    """``Accept`` must list every one of ``types`` (or a wildcard covering it)."""
-    listed = _media_types(headers.get("accept", ""))
-    if "*/*" in listed:
-        return None
+    """``Accept`` must accept every one of ``types``: list it, or a wildcard covering
+    it, with a weight above 0 (``q=0`` is "not acceptable", RFC 9110)."""
+    ranges = _media_ranges(headers.get("accept", ""))
     for media_type in types:
-        major = media_type.split("/", 1)[0]
-        if media_type not in listed and f"{major}/*" not in listed:
+        if _weight(ranges, media_type) <= 0:
             return Refusal(406, f"Accept must list {' and '.join(types)}")
     return None

@@ -253,7 +253,8 @@ class Receiver(MessagePath):
             ErrorResponse: self._on_error,
         }
         #: While the lifecycle gates: the rules of each message class, the phase's gate
-        #: among them, and what takes the message in once it passed them.
+        #: among them, and what takes the message in once it passed them (let go once
+        #: the lifecycle gates no more: a session keeps only the table it uses).
         gated: dict[type, tuple[tuple[MessageRule, ...], Handler]] = {
             cls: ((), handler) for cls, handler in handlers.items()
         }
@@ -263,13 +264,14 @@ class Receiver(MessagePath):
             take = taker.get(method, self._on_notification)
             handlers[cls] = self._judged(take, rules, request=False) if rules else take
             gated[cls] = (_shared((PHASE, *rules)), take)
+        take_request = self.take_request
         for method in peer_requests:
             cls = codec.requests[method]
             own = method_rules.get(method, ())
             rules = _shared((*every_request, *own))
-            take = taker.get(method, self.take_request)
+            take = taker.get(method, take_request)
             plain = cls not in judged_each and _struct_params(cls)
-            if take != self.take_request:  # it negotiates
+            if take != take_request:  # it negotiates
                 handlers[cls] = self._judged(take, rules, request=True)
             elif reads_meta:
                 accept = self._plain_request_handler(cls, ()) if plain else self._admit
@@ -282,7 +284,7 @@ class Receiver(MessagePath):
             gate = () if reads_meta else (PHASE,)
             gated[cls] = (_shared((*every_request, *gate, *own)), take)
         self._handlers = handlers
-        self._gated = gated
+        self._gated = gated if self._life.gated else None
 
     def _judged(self, take: Handler, rules: tuple[MessageRule, ...], *, request: bool) -> Handler:
         """``take`` behind ``rules``: a message that breaks one is not taken in."""
@@ -384,7 +386,10 @@ class Receiver(MessagePath):
             message = self._decode(data)
         except InvalidMessage as exc:
             return self._invalid(exc, data)
-        return self._deliver(message, data, True)
+        events = self._deliver(message, data, True)
+        if not self._life.gated:
+            self._gated = None  # the gate opened for good: its table is not used again
+        return events
 
     def _oversized(self, data: bytes) -> list[Event]:
         """A message over ``max_message_bytes``, refused unread (see
@@ -441,6 +446,8 @@ class Receiver(MessagePath):
             if handler is None:
                 return self._unhandled(message, data, gated)
             return handler(message)
+        # Delivered gated only while the lifecycle gates, when the table is there.
+        assert self._gated is not None
         found = self._gated.get(message.__class__)
         if found is None:
             return self._unhandled(message, data, gated)

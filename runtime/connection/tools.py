@@ -200,7 +200,8 @@ class Tool:
         """Run the tool on the ``arguments`` of a ``tools/call``: the result in wire form
         or a ``CallToolResult``."""
         try:
-            converted = msgspec.convert(dict(arguments or {}), self.arguments)
+            given = arguments if type(arguments) is dict else dict(arguments or {})
+            converted = msgspec.convert(given, self.arguments)
         except msgspec.ValidationError as exc:
             return _tool_error(f"invalid arguments: {exc}")
         if self._spread:
@@ -219,9 +220,16 @@ class Tool:
             # A tool execution error: the model reads it and may correct itself.
             logger.debug("tool %r raised", self.name, exc_info=True)
             return _tool_error(str(exc) or type(exc).__name__)
-        if isinstance(value, str):
-            return {"content": [{"type": "text", "text": value}]}
-        revision = ctx.revision if ctx is not None else _NEWEST
+        if ctx is None:  # called directly (a test): the result in wire form
+            return self._result(value, _NEWEST)
+        if type(value) is str:
+            # The revision's own Struct: the server sends it as it is.
+            types = ctx.types
+            return types.CallToolResult(content=[types.TextContent(text=value)])
+        return self._result(value, ctx.revision)
+
+    def _result(self, value: Any, revision: str) -> Any:
+        """:meth:`_as_result`, or the tool error saying why ``value`` cannot be sent."""
         try:
             return self._as_result(value, revision)
         except (StructuredMismatch, ContentUnsupported) as exc:
@@ -231,7 +239,9 @@ class Tool:
 
     def _as_result(self, value: Any, revision: str) -> Any:
         """The tool function's return ``value`` as a ``tools/call`` result of
-        ``revision``."""
+        ``revision`` (wire form, or a ``CallToolResult`` it returned)."""
+        if isinstance(value, str):
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, Content):
             return {"content": [value.wire(revision)]}
         if type(value).__name__ == "CallToolResult" or (

@@ -43,6 +43,12 @@ class Score(TypedDict):
     points: int
 
 
+class Page(TypedDict):
+    """A structured value with a field named like a result's."""
+
+    content: str
+
+
 def weather_server() -> Server:
     server = Server("weather", "1.0")
 
@@ -74,6 +80,14 @@ def weather_server() -> Server:
     @server.tool()
     async def not_json() -> Place:
         return object()  # type: ignore[return-value]
+
+    @server.tool()
+    async def page() -> Page:
+        return {"content": "not a result"}
+
+    @server.tool()
+    async def ratio() -> float:
+        return 1
 
     @server.tool()
     async def plain(word: str) -> str:
@@ -140,6 +154,11 @@ async def test_structured_content_in_the_revisions_that_have_it(revision: str) -
         assert (await client.call_tool("score", {"player": "ada"})).text == (
             '{"player":"ada","points":3}'
         )
+        page = await client.call_tool("page")
+        assert page.text == '{"content":"not a result"}'
+        assert page.structured == ({"content": "not a result"} if has else None)
+        ratio = await client.call_tool("ratio")
+        assert not ratio.is_error and ratio.structured == ({"result": 1} if has else None)
 
 
 @pytest.mark.parametrize("revision", STRUCTURED)

@@ -36,6 +36,8 @@ from typing import Any, Final
 
 import msgspec
 
+import mcpspec
+
 from ..session.mirrored_headers import MirrorError, ParamHeader, param_headers
 from .content import Content, ContentUnsupported, content_block
 from .context import RequestContext
@@ -45,8 +47,9 @@ from .structured import OutputType, StructuredMismatch, has_structured_output
 __all__ = ["Tool", "ToolError"]
 
 logger = logging.getLogger("mcpspec.connection")
-#: The revision assumed when a tool is called without a connection (a test's direct call).
-_NEWEST: Final = "2026-07-28"
+#: The revision assumed when a tool is called or listed without a connection (a test's
+#: direct call).
+_NEWEST: Final = mcpspec.REVISIONS[-1]
 
 
 class ToolError(Exception):
@@ -244,15 +247,16 @@ class Tool:
             return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, Content):
             return {"content": [value.wire(revision)]}
-        if type(value).__name__ == "CallToolResult" or (
-            isinstance(value, Mapping) and "content" in value
-        ):
+        if type(value).__name__ == "CallToolResult":
             return value
-        if isinstance(value, list) and any(isinstance(item, Content) for item in value):
-            return {"content": [_block(item, revision) for item in value]}
         output = self.output
         if output is None:
+            if isinstance(value, Mapping) and "content" in value:
+                return value  # a result in wire form
+            if isinstance(value, list) and any(isinstance(item, Content) for item in value):
+                return {"content": [_block(item, revision) for item in value]}
             return {"content": [{"type": "text", "text": _json_text(value)}]}
+        # Declared structured: a mapping is the value (a TypedDict may have "content").
         wire, structured = output.structured(value)
         result: dict[str, Any] = {"content": [{"type": "text", "text": _json_text(wire)}]}
         if has_structured_output(revision):

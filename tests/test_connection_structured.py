@@ -211,13 +211,16 @@ async def test_exceptions_are_tool_errors(revision: str, caplog: pytest.LogCaptu
         assert bad.is_error and "$.word" in bad.text
 
 
-def liar_server(structured: Any) -> Server:
-    """A server whose tool declares an output schema and answers ``structured``."""
+def liar_server(structured: Any, listings: list[int] | None = None) -> Server:
+    """A server whose tool declares an output schema and answers ``structured``
+    (each ``tools/list`` appends to ``listings``)."""
     server = Server("liar", "1.0")
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
     @server.handler("tools/list")
     async def list_tools(request: Any, ctx: RequestContext) -> Any:
+        if listings is not None:
+            listings.append(1)
         return {"tools": [{"name": "n", "inputSchema": {"type": "object"}, "outputSchema": schema}]}
 
     @server.handler("tools/call")
@@ -234,14 +237,16 @@ def liar_server(structured: Any) -> Server:
 async def test_the_client_checks_structured_content_against_the_listed_schema(
     revision: str,
 ) -> None:
-    async with Client.in_memory(liar_server({"n": "one"}), mode=revision) as client:
-        # Not listed yet: nothing to check against.
-        assert (await client.call_tool("n")).structured == {"n": "one"}
-        await client.list_tools()
+    listings: list[int] = []
+    async with Client.in_memory(liar_server({"n": "one"}, listings), mode=revision) as client:
+        # Not listed yet: the client lists the tools (once) to learn the schema.
         with pytest.raises(ResponseViolation) as caught:
             await client.call_tool("n")
         assert "does not fit its outputSchema" in str(caught.value)
         assert "$.structuredContent['n']" in str(caught.value)
+        with pytest.raises(ResponseViolation):
+            await client.call_tool("n")
+        assert len(listings) == 1
     async with Client.in_memory(liar_server(None), mode=revision) as client:
         await client.list_tools()
         with pytest.raises(ResponseViolation, match="answered no structuredContent"):

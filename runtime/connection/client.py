@@ -983,7 +983,8 @@ class Client:
         :class:`~mcpspec.runtime.connection.RequestError`.
 
         The ``structuredContent`` of a tool listed with an ``outputSchema`` is checked
-        against it (:mod:`~mcpspec.runtime.connection.tool_outputs`):
+        against it (:mod:`~mcpspec.runtime.connection.tool_outputs`; the tools are
+        listed once, within ``timeout``, when none were before):
         :class:`ResponseViolation` when it does not fit. With ``result_type``, the
         structured content is returned as that type (a Struct, a dataclass, a
         ``TypedDict``, a scalar the server sent under ``"result"``, ...), checked by
@@ -992,7 +993,10 @@ class Client:
         Over Streamable HTTP in 2026-07-28, a refusal with -32020 (``HeaderMismatch``:
         the tool's ``x-mcp-header`` annotations changed since they were listed) makes
         the client list the tools again and retry the call once."""
-        result = await self._call_tool(name, arguments, progress, timeout)
+        deadline = _Deadline(timeout)  # the listing and the retry included
+        result = await self._call_tool(name, arguments, progress, deadline)
+        if not self._outputs.listed and result.structured is not None:
+            await self._list_tools(deadline)  # the output schema to check against
         problem = self._outputs.problem(name, result.result)
         if problem is None and result_type is not None and not result.is_error:
             if result.structured is None:
@@ -1014,14 +1018,13 @@ class Client:
         name: str,
         arguments: Mapping[str, Any] | None,
         progress: ProgressCallback | None,
-        timeout: float | None,
+        deadline: _Deadline,
     ) -> ToolResult:
         types = self.types
         params = types.CallToolRequestParams(
             name=name, arguments=UNSET if arguments is None else dict(arguments)
         )
         request = types.CallToolRequest(id=self.next_id(), params=params)
-        deadline = _Deadline(timeout)  # the listing and the retry included
         try:
             return ToolResult((await self._exchange(request, progress, deadline)).result)
         except RequestError as exc:

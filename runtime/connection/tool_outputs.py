@@ -4,9 +4,10 @@ listed, the check of a ``tools/call`` result against it, and the result's
 
 The specification asks a server whose tool declares an ``outputSchema`` to answer
 ``structuredContent`` that conforms to it, and a client to check. The check needs the
-tool's definition, so it covers the tools the client has listed (``list_tools``,
-``tool_pages``); it validates with ``jsonschema`` when that is installed (the ``check``
-extra), and else checks that the structured content is there. A type asked for
+tool's definition: the client keeps those of the tools it lists (``list_tools``,
+``tool_pages``), and lists the tools once by itself when a call answers structured
+content before any listing. It validates with ``jsonschema`` when that is installed
+(the ``check`` extra), and else checks that the structured content is there. A type asked for
 (``call_tool(..., result_type=T)``) is checked by msgspec in any case.
 """
 
@@ -36,14 +37,17 @@ class OutputSchemas:
     """The output schemas of the tools listed, by name, and their validators (made
     when first needed)."""
 
-    __slots__ = ("_schemas", "_validators")
+    __slots__ = ("_schemas", "_validators", "listed")
 
     def __init__(self) -> None:
         self._schemas: dict[str, Any] = {}
         self._validators: dict[str, Any] = {}
+        #: Whether a listing was read (else a structured answer is worth one).
+        self.listed = False
 
     def remember(self, tools: Iterable[Any]) -> None:
         """Keep the output schemas of ``tools`` (typed ``Tool`` definitions)."""
+        self.listed = True
         for tool in tools:
             schema = getattr(tool, "output_schema", UNSET)
             self._validators.pop(tool.name, None)

@@ -224,3 +224,20 @@ async def test_the_in_memory_client_speaks_every_revision(revision: str) -> None
         assert [tool.name for tool in await client.list_tools()] == ["echo"]
     # Left: the server's connection ended with it.
     assert not server._connections
+
+
+async def test_the_asgi_lifespan_reports_a_failed_shutdown() -> None:
+    @contextlib.asynccontextmanager
+    async def closes_badly(server: Server) -> AsyncIterator[None]:
+        yield
+        raise OSError("the pool would not close")
+
+    driver = Lifespan(http_app(Server(lifespan=closes_badly)))
+    await driver.to_app.send({"type": "lifespan.startup"})
+    await driver.to_app.send({"type": "lifespan.shutdown"})
+    with anyio.fail_after(10):
+        await driver.run()
+    assert driver.sent == [
+        {"type": "lifespan.startup.complete"},
+        {"type": "lifespan.shutdown.failed", "message": "the pool would not close"},
+    ]

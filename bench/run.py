@@ -51,9 +51,11 @@ stdio round trips of ``bench/stdio.py`` (echo calls through a real server subpro
 mcpspec and the SDK on either side; its docstring gives the method), and the HTTP round
 trips of ``bench/http_bench.py`` (echo POSTs to ASGI apps under one uvicorn worker),
 and the checker's own time of ``bench/check_bench.py`` (``mcpspec check`` on
-server-everything). With ``--baseline REV``, the before-and-after section of
-``bench/before_after.py`` too: the HTTP app, stdio round trips and ``session.receive`` of
-the checkout against those of git revision ``REV``, side by side in the same rounds.
+server-everything), and what a ``tools/call`` through the tool decorator costs the server
+over a handler of its own (``bench/tool_path.py``). With ``--baseline REV``, the
+before-and-after section of ``bench/before_after.py`` too: the HTTP app, stdio round
+trips and ``session.receive`` of the checkout against those of git revision ``REV``, side
+by side in the same rounds.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ import check_bench  # and the checker's own time
 import corpus  # the corpus module sits next to this script
 import http_bench  # and the HTTP round-trip benchmark
 import stdio  # so does the stdio round-trip benchmark
+import tool_path  # and the tool decorator's cost over a handler of its own
 
 import mcpspec
 from mcpspec.runtime import (
@@ -1206,6 +1209,11 @@ def markdown_document(report: dict[str, Any]) -> str:
                 else []
             ),
             *(
+                ["## Tool decorator", "", tool_path.markdown(report["tool_path"])]
+                if "tool_path" in report
+                else []
+            ),
+            *(
                 [before_after.markdown(report["before_after"], level=2)]
                 if "before_after" in report
                 else []
@@ -1478,6 +1486,9 @@ def main(argv: list[str] | None = None) -> int:
     report["check"] = check_bench.measure(
         check_bench.Settings.for_run(smoke=args.smoke, rounds=args.rounds), smoke=args.smoke
     )
+    report["tool_path"] = asyncio.run(
+        tool_path.measure(rounds=2 if args.smoke else 9, calls=50 if args.smoke else 5_000)
+    )
     eras = tuple(r for r in revisions if r in http_bench.REVISIONS)
     if args.baseline and eras:
         report["before_after"] = before_after.measure(
@@ -1506,12 +1517,14 @@ def main(argv: list[str] | None = None) -> int:
         + stdio.targets(report["stdio"])
         + http_bench.targets(report["http"])
         + check_bench.targets(report["check"])
+        + tool_path.targets(report["tool_path"])
     )
     report["elapsed_s"] = time.perf_counter() - started
 
     print(stdio.markdown(report["stdio"]))
     print(http_bench.markdown(report["http"]))
     print(check_bench.markdown(report["check"]))
+    print(tool_path.markdown(report["tool_path"]))
     if "before_after" in report:
         print(before_after.markdown(report["before_after"]))
     print_table(report)
@@ -1542,6 +1555,7 @@ def _smoke_checks(report: dict[str, Any]) -> None:
     stdio.smoke_check(report["stdio"])
     http_bench.smoke_check(report["http"])
     check_bench.smoke_check(report["check"])
+    tool_path.smoke_check(report["tool_path"])
     if "before_after" in report:
         before_after.smoke_check(report["before_after"])
     assert {t["target"] for t in report["targets"]} and all(

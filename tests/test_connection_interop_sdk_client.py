@@ -40,6 +40,8 @@ pytestmark = [
 ]
 
 SERVER = Path(__file__).parent / "peers" / "mcpspec_server.py"
+#: Tools declared with the decorator, returning structured output.
+STRUCTURED_SERVER = Path(__file__).parent / "peers" / "structured_server.py"
 #: Generous bound on a whole scenario: only a hang reaches it (never a measure of speed).
 HANG_GUARD = 60
 
@@ -59,9 +61,10 @@ async def sdk_client(
     *,
     backend: str = "asyncio",
     transport: str = "stdio",
+    script: Path = SERVER,
     **options: Any,
 ) -> AsyncIterator[Client]:
-    args = [str(SERVER), "--backend", backend]
+    args = [str(script), "--backend", backend]
     if revisions is not None:
         args += ["--revisions", revisions]
     if transport == "stdio":
@@ -210,3 +213,44 @@ async def test_sdk_client_listens_in_2026_07_28(mode: str, transport: str) -> No
         second = await subscription.__anext__()
     assert type(first).__name__ == "ToolsListChanged"
     assert type(second).__name__ == "ResourceUpdated" and second.uri == "test://static"
+
+
+@pytest.mark.parametrize(
+    ("mode", "revisions", "expected"),
+    [
+        ("legacy", "2025-03-26", "2025-03-26"),
+        ("legacy", "2025-06-18", "2025-06-18"),
+        ("legacy", "2025-11-25", "2025-11-25"),
+        ("auto", None, "2026-07-28"),
+    ],
+)
+async def test_sdk_client_validates_structured_output(
+    mode: str, revisions: str | None, expected: str, transport: str
+) -> None:
+    """The SDK's client checks ``structuredContent`` against the tool's
+    ``outputSchema`` on every call (it raises when it does not fit), in every revision
+    that has them; an older one gets the JSON text alone."""
+    async with sdk_client(mode, revisions, transport=transport, script=STRUCTURED_SERVER) as client:
+        assert client.protocol_version == expected
+        structured = expected >= "2025-06-18"
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert (tools["weather"].output_schema is not None) is structured
+        if structured:
+            assert tools["weather"].output_schema["required"] == ["city", "celsius"]
+            assert tools["count"].output_schema["properties"] == {"result": {"type": "integer"}}
+        expected_values = {
+            "weather": ({"city": "Oslo"}, {"city": "Oslo", "celsius": 21.5}),
+            "place": ({"name": "Oslo"}, {"name": "Oslo", "population": 1000}),
+            "score": ({"player": "ada"}, {"player": "ada", "points": 3}),
+            "count": ({"word": "four"}, {"result": 4}),
+        }
+        for name, (arguments, value) in expected_values.items():
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, (name, result)
+            assert result.structured_content == (value if structured else None), name
+            assert result.content[0].type == "text"
+        hot = await client.call_tool("hot", {"city": "Oslo"})
+        assert hot.is_error and hot.structured_content is None
+        assert "does not fit its output schema" in hot.content[0].text
+        picture = await client.call_tool("picture", {})
+        assert picture.content[0].type == "image" and picture.content[0].mime_type == "image/png"

@@ -58,7 +58,14 @@ def test_schemas_come_from_the_annotations() -> None:
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 2}},
             "required": ["a"],
         },
+        # A scalar return is structured output, held under "result".
+        "outputSchema": {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        },
     }
+    assert "outputSchema" not in tools["add"].definition("2025-03-26")
     greet = tools["greet"].definition()
     assert greet["title"] == "Greeter" and "description" not in greet
     assert greet["inputSchema"]["required"] == ["name"]

@@ -19,7 +19,7 @@ import anyio
 import httpx
 import pytest
 
-from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection import RequestContext, RequestError, Server
 from mcpspec.runtime.connection.http import HttpSettings, http_app
 from tests.http_kit import (
     ACCEPT_BOTH,
@@ -48,7 +48,8 @@ ANYIO_BACKENDS = ("asyncio",)
 
 
 def fixture_server() -> Server:
-    """A server with an ``echo`` tool and a tool that fails (-32603)."""
+    """A server with an ``echo`` tool and a tool that fails with a JSON-RPC error
+    (-32603: any other exception of a tool is an ``isError`` result)."""
     server = Server("http-test-fixture", "1.0")
 
     @server.tool()
@@ -57,7 +58,7 @@ def fixture_server() -> Server:
 
     @server.tool()
     async def broken() -> str:
-        raise RuntimeError("the tool fails on purpose")
+        raise RequestError.of(-32603, "the tool fails on purpose")
 
     return server
 

@@ -13,13 +13,26 @@ The layering, bottom up:
 * :mod:`.http` carries them over HTTP: ``http.http_app(server)`` (an ASGI app) and
   ``Client.http(url)`` (``pip install mcpspec[http]``).
 
-It needs anyio (``pip install mcpspec[connect]``); asyncio and trio both work. Importing
-``mcpspec.runtime`` or a revision module never imports this package.
+It needs anyio (the ``connect`` extra: ``pip install ".[connect]"`` from a clone);
+asyncio and trio both work. Importing ``mcpspec.runtime`` or a revision module never
+imports this package.
 """
 
 from __future__ import annotations
 
-from .client import Client
+from .client import Client, prompt_ref, resource_ref
+from .content import (
+    Audio,
+    Content,
+    ContentUnsupported,
+    EmbeddedResource,
+    Image,
+    ResourceLink,
+    audio,
+    embedded_resource,
+    image,
+    resource_link,
+)
 from .context import LogLevel, Question, RequestContext
 from .errors import (
     ConnectionClosed,
@@ -30,8 +43,9 @@ from .errors import (
     RequestTimeout,
     ResponseViolation,
 )
+from .lifespan import LifespanFn, LifespanNotRunning
 from .peer import NotificationHandler, Peer, ProgressCallback, RequestHandler, ViolationHandler
-from .results import Completions, ToolResult
+from .results import Completions, ToolFailed, ToolResult
 from .server import NotificationHandlerFn, RequestHandlerFn, Server, ServerConnection
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
 from .tools import Tool, ToolError
@@ -46,9 +60,16 @@ from .transport import (
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "Audio",
     "Client",
     "Completions",
     "ConnectionClosed",
+    "Content",
+    "ContentUnsupported",
+    "EmbeddedResource",
+    "Image",
+    "LifespanFn",
+    "LifespanNotRunning",
     "LogLevel",
     "MemoryMessageStream",
     "MessageStream",
@@ -67,16 +88,24 @@ __all__ = [
     "RequestHandler",
     "RequestHandlerFn",
     "RequestTimeout",
+    "ResourceLink",
     "ResponseViolation",
     "Server",
     "ServerConnection",
     "StderrMode",
     "Tool",
     "ToolError",
+    "ToolFailed",
     "ToolResult",
     "ViolationHandler",
+    "audio",
+    "embedded_resource",
+    "image",
     "launch_server",
     "memory_byte_pipe",
     "memory_pair",
+    "prompt_ref",
+    "resource_link",
+    "resource_ref",
     "stdio_server_stream",
 ]

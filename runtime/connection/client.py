@@ -41,7 +41,7 @@ from contextlib import (
     suppress,
 )
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypedDict
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -73,8 +73,9 @@ from .errors import (
     ResponseViolation,
 )
 from .peer import Peer, ProgressCallback, ViolationHandler
-from .results import Completions, ToolResult
+from .results import Completions, ToolFailed, ToolResult
 from .stdio import DEFAULT_GRACE, StderrMode, launch_server
+from .tool_outputs import OutputSchemas, remembering, structured_as
 from .transport import MessageStream
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from 3.11 on
 
     from .http.client import HttpTransport
+    from .server import Server
 
 __all__ = [
     "Client",
@@ -111,6 +113,8 @@ MAX_LISTED_BYTES: Final = 64 * 1024 * 1024
 #: How many change notifications a :class:`Subscription` holds unread (the same change
 #: is held once); later ones are dropped, with a warning.
 MAX_QUEUED_CHANGES: Final = 1024
+
+R = TypeVar("R")
 
 #: The server-to-client requests a handler answers, by method: the handler's keyword.
 _HANDLED: Final = {
@@ -342,7 +346,8 @@ class Client:
     """The client side of an MCP connection.
 
     Build it with :meth:`stdio` (launch a server command), :meth:`http` (a server at a
-    URL) or :meth:`over` (an open message stream), then ``async with`` it: entering
+    URL), :meth:`in_memory` (a :class:`~mcpspec.runtime.connection.Server` of this
+    process) or :meth:`over` (an open message stream), then ``async with`` it: entering
     connects and negotiates,
     leaving disconnects (for stdio: close the server's stdin, then SIGTERM, then
     SIGKILL). Negotiation follows ``mode``: ``"auto"`` (probe ``server/discover``, fall
@@ -405,6 +410,8 @@ class Client:
         self._ready: SessionReady | None = None
         self._log_level: str | None = None
         self._subscriptions: dict[RequestId | None, Subscription] = {}
+        #: The output schemas of the tools listed, which results are checked against.
+        self._outputs = OutputSchemas()
 
     # -- building ---------------------------------------------------------------------------
 
@@ -459,6 +466,16 @@ class Client:
                 await stream.aclose()
 
         return cls(connect, **options)
+
+    @classmethod
+    def in_memory(cls, server: Server, **options: Unpack[ClientOptions]) -> Client:
+        """A client of ``server`` run in this process, over an in-memory message stream
+        (no subprocess, no socket; any revision, by ``mode``): the server is served, its
+        lifespan entered, while the client is open. The options are those of
+        :class:`Client`."""
+        from .memory import serve_in_memory
+
+        return cls(lambda: serve_in_memory(server), **options)
 
     @classmethod
     def http(
@@ -860,7 +877,10 @@ class Client:
         max_pages: int | None,
         deadline: _Deadline | None,
     ) -> AsyncGenerator[Any, None]:
-        pages = self._pages("ListToolsRequest", "tools", cursor, timeout, max_pages, deadline)
+        pages = remembering(
+            self._pages("ListToolsRequest", "tools", cursor, timeout, max_pages, deadline),
+            self._outputs,
+        )
         remember = getattr(self._stream, "remember_tool_params", None)
         if remember is None or self.model != "stateless":
             return pages
@@ -927,6 +947,7 @@ class Client:
         pages = self._pages(name, items, None, None, MAX_LISTED_PAGES, _Deadline(timeout))
         return await self._listing(pages, name, field, items)
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -934,20 +955,76 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
-    ) -> ToolResult:
+        result_type: None = None,
+    ) -> ToolResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        result_type: type[R],
+    ) -> R: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        result_type: type[Any] | None = None,
+    ) -> Any:
         """Call tool ``name`` with ``arguments``. A tool that fails answers a result
         with :attr:`ToolResult.is_error`; a request the server refuses raises
         :class:`~mcpspec.runtime.connection.RequestError`.
 
+        The ``structuredContent`` of a tool listed with an ``outputSchema`` is checked
+        against it (:mod:`~mcpspec.runtime.connection.tool_outputs`; the tools are
+        listed once, within ``timeout``, when none were before):
+        :class:`ResponseViolation` when it does not fit. With ``result_type``, the
+        structured content is returned as that type (a Struct, a dataclass, a
+        ``TypedDict``, a scalar the server sent under ``"result"``, ...), checked by
+        msgspec; a failed call raises :class:`~mcpspec.runtime.connection.ToolFailed`.
+
         Over Streamable HTTP in 2026-07-28, a refusal with -32020 (``HeaderMismatch``:
         the tool's ``x-mcp-header`` annotations changed since they were listed) makes
         the client list the tools again and retry the call once."""
+        deadline = _Deadline(timeout)  # the listing and the retry included
+        result = await self._call_tool(name, arguments, progress, deadline)
+        if not self._outputs.listed and result.structured is not None:
+            await self._list_tools(deadline)  # the output schema to check against
+        problem = self._outputs.problem(name, result.result)
+        if problem is None and result_type is not None and not result.is_error:
+            if result.structured is None:
+                problem = f"tool {name!r} answered no structuredContent"
+            else:
+                try:
+                    return structured_as(result.structured, result_type)
+                except msgspec.ValidationError as exc:
+                    problem = f"the structuredContent of tool {name!r} is no {result_type!r}: {exc}"
+        if problem is not None:
+            path = "$.result.structuredContent"
+            raise ResponseViolation(_paging_event("tools/call", problem, None, path))
+        if result_type is not None and result.is_error:
+            raise ToolFailed(result)
+        return result
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: ProgressCallback | None,
+        deadline: _Deadline,
+    ) -> ToolResult:
         types = self.types
         params = types.CallToolRequestParams(
             name=name, arguments=UNSET if arguments is None else dict(arguments)
         )
         request = types.CallToolRequest(id=self.next_id(), params=params)
-        deadline = _Deadline(timeout)  # the listing and the retry included
         try:
             return ToolResult((await self._exchange(request, progress, deadline)).result)
         except RequestError as exc:
@@ -1124,7 +1201,8 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> 
 def _paging_event(
     method: str, reason: str, request_id: Any = None, path: str = "$.result.nextCursor"
 ) -> ProtocolViolation:
-    """The violation of a listing the server pages wrongly (the result of ``method``)."""
+    """A violation in the result of ``method``: a listing the server pages wrongly, a
+    tool's structured content that does not fit."""
     error = ErrorObject(code=int(ErrorCode.INVALID_PARAMS), message=reason)
     return ProtocolViolation(
         rule=Rule.INVALID_RESULT,

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mcpspec.runtime.session.server import ServerSession
 
     from .handling import Handling
+    from .lifespan import Lifespan
     from .peer import Peer
 
 __all__ = [
@@ -185,8 +186,10 @@ class RequestContext:
         client: ClientDeclarations,
         log_threshold: int | None,
         answers: dict[str, Any] | None = None,
+        lifespan: Lifespan | None = None,
     ) -> None:
         self._event = event
+        self._lifespan = lifespan
         self._peer = peer
         self._handling = handling
         self._client = client
@@ -218,6 +221,13 @@ class RequestContext:
     def revision(self) -> str:
         """The revision the connection speaks."""
         return self._peer.session.revision or self._peer.session.codec.revision
+
+    @property
+    def lifespan(self) -> Any:
+        """The value of the server's lifespan (``Server(lifespan=...)``; ``None``
+        without one); :class:`~mcpspec.runtime.connection.lifespan.LifespanNotRunning`
+        when nothing entered it."""
+        return self._lifespan.value if self._lifespan is not None else None
 
     @property
     def stateless(self) -> bool:

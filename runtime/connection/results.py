@@ -8,7 +8,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-__all__ = ["Completions", "ToolResult"]
+__all__ = ["Completions", "ToolFailed", "ToolResult"]
 
 
 class ToolResult:
@@ -54,6 +54,16 @@ class ToolResult:
 
     def __repr__(self) -> str:
         return f"ToolResult(is_error={self.is_error}, content={self.content!r})"
+
+
+class ToolFailed(Exception):
+    """A tool called for a typed result (``call_tool(..., result_type=T)``) failed:
+    its result has ``isError`` (:attr:`result`, a :class:`ToolResult`)."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(f"the tool failed: {result.text}")
+        #: The result as received.
+        self.result = result
 
 
 class Completions:

@@ -56,6 +56,7 @@ from .context import (
     _Answer,
 )
 from .errors import RequestError
+from .lifespan import Lifespan, LifespanFn
 from .peer import AnswerLater, Peer
 from .stdio import stdio_server_stream
 from .tools import Tool
@@ -121,6 +122,8 @@ class Server:
     client can make one connection hold (:class:`~mcpspec.runtime.Limits`, the largest
     message among them). ``state_key`` seals the ``requestState`` of 2026-07-28 input
     rounds (random per process when not given; several workers need the same one).
+    ``lifespan`` opens what the handlers share once per process (see
+    :mod:`~mcpspec.runtime.connection.lifespan`): its value is ``ctx.lifespan``.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class Server:
         subscribe: bool = False,
         limits: Limits | None = None,
         state_key: bytes | None = None,
+        lifespan: LifespanFn | None = None,
     ) -> None:
         if state_key is not None and len(state_key) < 16:
             raise ValueError("state_key must be at least 16 bytes")
@@ -156,6 +160,7 @@ class Server:
         self._handlers: dict[str, RequestHandlerFn] = {}
         self._notification_handlers: dict[str, NotificationHandlerFn] = {}
         self._tools: dict[str, Tool] = {}
+        self._lifespan = Lifespan(lifespan, self)
 
     # -- registration -----------------------------------------------------------------------
 
@@ -228,7 +233,8 @@ class Server:
         return self._tools
 
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
-        return {"tools": [tool.definition() for tool in self._tools.values()]}
+        revision = ctx.revision
+        return {"tools": [tool.definition(revision) for tool in self._tools.values()]}
 
     async def _call_tool(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params
@@ -304,6 +310,12 @@ class Server:
         )
 
     # -- serving ------------------------------------------------------------------------------
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Enter the server's lifespan for the block's duration (its value as the
+        target; shared when entered already). ``run_stdio``, ``http_app`` and
+        ``Client.in_memory`` enter it themselves."""
+        return self._lifespan.entered()
 
     def connection(
         self,
@@ -390,7 +402,7 @@ class Server:
         over ``max_message_size`` (default: ``limits.max_message_bytes``) is refused
         unread."""
         limit = max_message_size if max_message_size is not None else self.limits.max_message_bytes
-        async with stdio_server_stream(max_message_size=limit) as stream:
+        async with self.running(), stdio_server_stream(max_message_size=limit) as stream:
             await self.serve(stream, linger=linger)
 
     def run(self, *, backend: str = "asyncio", linger: float = 1.0) -> None:
@@ -463,7 +475,9 @@ class ServerConnection:
                 answers, kept = self._answers(event, request_state)
         else:
             client = SessionDeclarations(session)
-        ctx = RequestContext(event, peer, handling, client, self.log_threshold, answers)
+        ctx = RequestContext(
+            event, peer, handling, client, self.log_threshold, answers, self.server._lifespan
+        )
         try:
             result = await fn(event.request, ctx)
         except InputNeeded as need:

@@ -10,26 +10,46 @@ A tool function is a coroutine function. Its arguments are either
 
 plus, optionally, a parameter annotated :class:`~mcpspec.runtime.connection.RequestContext`,
 which gets the request's context. Its return value becomes the ``CallToolResult``: a
-string is one text block; a ``CallToolResult`` (of any revision) or a mapping in wire
-form is the result itself; anything else is its JSON as one text block. Arguments that
-do not convert, and a :class:`ToolError` raised by the function, are tool errors
-(``isError: true`` with the reason), which the model can read; any other exception
-answers -32603.
+string is one text block; a content object (:mod:`.content`: an image, audio, an
+embedded resource, a resource link), or a list of them and strings, is those blocks; a
+``CallToolResult`` (of any revision) or a mapping in wire form is the result itself.
+A function annotated to return a ``msgspec.Struct``, a dataclass, a ``TypedDict`` or a
+plain scalar has an ``outputSchema`` (:mod:`.structured`): its value is checked against
+the type and sent as ``structuredContent`` beside its JSON as a text block (the text
+block alone before 2025-06-18). Anything else is its JSON as one text block.
+
+Arguments that do not convert (the reason names their JSON path), an exception the
+function raises (:class:`ToolError` or any other), and a return that does not fit the
+tool's own output schema are tool errors (``isError: true`` with the reason), which
+the model can read, as the specification asks of tool execution errors; a
+:class:`~mcpspec.runtime.connection.RequestError` the function raises is answered as
+that JSON-RPC error.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
+import mcpspec
+
 from ..session.mirrored_headers import MirrorError, ParamHeader, param_headers
+from .content import Content, ContentUnsupported, content_block
 from .context import RequestContext
+from .errors import RequestError
+from .structured import OutputType, StructuredMismatch, has_structured_output
 
 __all__ = ["Tool", "ToolError"]
+
+logger = logging.getLogger("mcpspec.connection")
+#: The revision assumed when a tool is called or listed without a connection (a test's
+#: direct call).
+_NEWEST: Final = mcpspec.REVISIONS[-1]
 
 
 class ToolError(Exception):
@@ -69,6 +89,7 @@ class Tool:
         description: str | None = None,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        output: OutputType | None = None,
     ) -> None:
         self.fn = fn
         self.name = name
@@ -82,6 +103,8 @@ class Tool:
         self._struct_parameter = struct_parameter or ""
         self._spread = struct_parameter is None
         self._context_parameter = context_parameter
+        #: The structured output its return annotation declares, if any.
+        self.output = output
 
     @classmethod
     def from_function(
@@ -131,6 +154,7 @@ class Tool:
             description=description if description is not None else doc,
             title=title,
             annotations=annotations,
+            output=OutputType.of(hints.get("return")),
         )
 
     @property
@@ -157,9 +181,16 @@ class Tool:
                 self._param_headers = ()
         return self._param_headers
 
-    def definition(self) -> dict[str, Any]:
-        """The tool as ``tools/list`` lists it (wire form)."""
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The tool's ``outputSchema`` (wire form), or ``None`` when it declares none."""
+        return self.output.schema if self.output is not None else None
+
+    def definition(self, revision: str = _NEWEST) -> dict[str, Any]:
+        """The tool as ``tools/list`` lists it in ``revision`` (wire form)."""
         out: dict[str, Any] = {"name": self.name, "inputSchema": self._input_schema}
+        if self.output is not None and has_structured_output(revision):
+            out["outputSchema"] = self.output.schema
         if self.title is not None:
             out["title"] = self.title
         if self.description is not None:
@@ -172,7 +203,8 @@ class Tool:
         """Run the tool on the ``arguments`` of a ``tools/call``: the result in wire form
         or a ``CallToolResult``."""
         try:
-            converted = msgspec.convert(dict(arguments or {}), self.arguments)
+            given = arguments if type(arguments) is dict else dict(arguments or {})
+            converted = msgspec.convert(given, self.arguments)
         except msgspec.ValidationError as exc:
             return _tool_error(f"invalid arguments: {exc}")
         if self._spread:
@@ -185,19 +217,63 @@ class Tool:
             value = await self.fn(**kwargs)
         except ToolError as exc:
             return _tool_error(str(exc))
-        return _as_result(value)
+        except RequestError:
+            raise
+        except Exception as exc:
+            # A tool execution error: the model reads it and may correct itself.
+            logger.debug("tool %r raised", self.name, exc_info=True)
+            return _tool_error(str(exc) or type(exc).__name__)
+        if ctx is None:  # called directly (a test): the result in wire form
+            return self._result(value, _NEWEST)
+        if type(value) is str:
+            # The revision's own Struct: the server sends it as it is.
+            types = ctx.types
+            return types.CallToolResult(content=[types.TextContent(text=value)])
+        return self._result(value, ctx.revision)
+
+    def _result(self, value: Any, revision: str) -> Any:
+        """:meth:`_as_result`, or the tool error saying why ``value`` cannot be sent."""
+        try:
+            return self._as_result(value, revision)
+        except (StructuredMismatch, ContentUnsupported) as exc:
+            return _tool_error(str(exc))
+        except TypeError as exc:  # not JSON: msgspec cannot encode it
+            return _tool_error(f"the tool's result cannot be sent: {exc}")
+
+    def _as_result(self, value: Any, revision: str) -> Any:
+        """The tool function's return ``value`` as a ``tools/call`` result of
+        ``revision`` (wire form, or a ``CallToolResult`` it returned)."""
+        if isinstance(value, str):
+            return {"content": [{"type": "text", "text": value}]}
+        if isinstance(value, Content):
+            return {"content": [value.wire(revision)]}
+        if type(value).__name__ == "CallToolResult":
+            return value
+        output = self.output
+        if output is None:
+            if isinstance(value, Mapping) and "content" in value:
+                return value  # a result in wire form
+            if isinstance(value, list) and any(isinstance(item, Content) for item in value):
+                return {"content": [_block(item, revision) for item in value]}
+            return {"content": [{"type": "text", "text": _json_text(value)}]}
+        # Declared structured: a mapping is the value (a TypedDict may have "content").
+        wire, structured = output.structured(value)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": _json_text(wire)}]}
+        if has_structured_output(revision):
+            result["structuredContent"] = structured
+        return result
 
 
 def _tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _as_result(value: Any) -> Any:
-    """A tool function's return value as a ``tools/call`` result."""
-    if isinstance(value, str):
-        return {"content": [{"type": "text", "text": value}]}
-    if type(value).__name__ == "CallToolResult" or (
-        isinstance(value, Mapping) and "content" in value
-    ):
-        return value
-    return {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}]}
+def _json_text(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _block(item: Any, revision: str) -> dict[str, Any]:
+    """One item of a list a tool returned, as a content block."""
+    if isinstance(item, (str, Content)):
+        return content_block(item, revision)
+    return {"type": "text", "text": _json_text(item)}

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -126,7 +127,7 @@ class HttpApp:
     async def running(self) -> AsyncIterator[HttpApp]:
         """Keep the task group the sessions run in, for the block's duration; leaving
         it ends every session."""
-        async with anyio.create_task_group() as task_group:
+        async with self.server.running(), anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
                 yield self
@@ -164,12 +165,21 @@ class HttpApp:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
-        async with self.running():
-            await send({"type": "lifespan.startup.complete"})
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.shutdown":
-                    break
+        phase = "startup"
+        try:
+            async with self.running():
+                await send({"type": "lifespan.startup.complete"})
+                phase = "shutdown"
+                while True:
+                    message = await receive()
+                    if message["type"] == "lifespan.shutdown":
+                        break
+        except Exception as exc:
+            # The server's lifespan failed (what it entered is closed by now): the
+            # ASGI server is told, and stops (or never starts).
+            logger.exception("the server's lifespan failed at %s", phase)
+            await send({"type": f"lifespan.{phase}.failed", "message": str(exc) or repr(exc)})
+            return
         await send({"type": "lifespan.shutdown.complete"})
 
     # -- ASGI ---------------------------------------------------------------------------------
@@ -348,11 +358,19 @@ def run_http(
     """Serve :func:`http_app` of ``server`` with uvicorn (``pip install mcpspec[http]``)
     on ``host`` (loopback by default) and ``port`` until interrupted. On shutdown,
     requests get ``shutdown_grace`` seconds to end: long-lived streams (``GET``,
-    ``subscriptions/listen``) never end by themselves."""
+    ``subscriptions/listen``) never end by themselves. Says where it listens on
+    stderr when it starts (stdout may be someone's pipe)."""
     import uvicorn
 
+    app = http_app(server, settings, **options)
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"MCP server at http://{shown}:{port}{app.settings.path} (press CTRL+C to quit)",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.run(
-        http_app(server, settings, **options),
+        app,
         host=host,
         port=port,
         log_level="warning",

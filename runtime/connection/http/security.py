@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcpspec.runtime.errors import show
+
 from .settings import LOOPBACK_HOSTS, HttpSettings
 
 __all__ = [
@@ -57,8 +59,16 @@ def check_host(headers: Mapping[str, str], settings: HttpSettings) -> Refusal | 
     if "*" in allowed:
         return None
     host = headers.get("host")
-    if host is None or host_name(host) not in allowed:
-        return Refusal(421, "Invalid Host header")
+    if host is None:
+        return Refusal(421, "Invalid Host header: none was sent")
+    if host_name(host) not in allowed:
+        # Say how to accept it: a server behind a proxy or on a LAN address meets this
+        # first.
+        return Refusal(
+            421,
+            f"Invalid Host header: {show(host_name(host))} is not an allowed host "
+            "(the server accepts it with allowed_hosts=[...] in http_app or run_http)",
+        )
     return None
 
 

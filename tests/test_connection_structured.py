@@ -207,8 +207,14 @@ async def test_exceptions_are_tool_errors(revision: str, caplog: pytest.LogCaptu
         with pytest.raises(RequestError) as caught:
             await client.call_tool("refused")
         assert caught.value.code == -32602
-        bad = await client.call_tool("count", {"word": 5})
-        assert bad.is_error and "$.word" in bad.text
+        if revision >= "2025-11-25":  # a tool execution error (SEP-1303)
+            bad = await client.call_tool("count", {"word": 5})
+            assert bad.is_error and "$.word" in bad.text
+        else:  # a protocol error, naming where
+            with pytest.raises(RequestError) as caught:
+                await client.call_tool("count", {"word": 5})
+            assert caught.value.code == -32602
+            assert caught.value.error.data == {"path": "$.params.arguments.word"}
 
 
 def liar_server(structured: Any, listings: list[int] | None = None) -> Server:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
@@ -37,6 +38,7 @@ from typing import Any, Final
 import msgspec
 
 import mcpspec
+from mcpspec.runtime.errors import ErrorCode
 
 from ..session.mirrored_headers import MirrorError, ParamHeader, param_headers
 from .content import Content, ContentUnsupported, content_block
@@ -50,6 +52,12 @@ logger = logging.getLogger("mcpspec.connection")
 #: The revision assumed when a tool is called or listed without a connection (a test's
 #: direct call).
 _NEWEST: Final = mcpspec.REVISIONS[-1]
+#: From this revision on, arguments that do not fit a tool's input schema are a tool
+#: execution error (an ``isError`` result the model reads and may correct: SEP-1303);
+#: before it, a protocol error (-32602), as the tools page of each revision says.
+_ARGUMENT_ERRORS_ARE_TOOL_ERRORS: Final = "2025-11-25"
+#: Where msgspec's validation message says the value it refused is.
+_AT_PATH: Final = re.compile(r" - at `\$(.*)`$")
 
 
 class ToolError(Exception):
@@ -206,6 +214,8 @@ class Tool:
             given = arguments if type(arguments) is dict else dict(arguments or {})
             converted = msgspec.convert(given, self.arguments)
         except msgspec.ValidationError as exc:
+            if ctx is not None and ctx.revision < _ARGUMENT_ERRORS_ARE_TOOL_ERRORS:
+                raise _invalid_arguments(exc) from None
             return _tool_error(f"invalid arguments: {exc}")
         if self._spread:
             kwargs = {f: getattr(converted, f) for f in self.arguments.__struct_fields__}
@@ -262,6 +272,16 @@ class Tool:
         if has_structured_output(revision):
             result["structuredContent"] = structured
         return result
+
+
+def _invalid_arguments(exc: msgspec.ValidationError) -> RequestError:
+    """The -32602 error of arguments that do not fit the tool's input schema (before
+    2025-11-25), naming where in the request the value it refused is."""
+    found = _AT_PATH.search(str(exc))
+    path = "$.params.arguments" + (found.group(1) if found else "")
+    return RequestError.of(
+        ErrorCode.INVALID_PARAMS, f"invalid arguments: {exc}", data={"path": path}
+    )
 
 
 def _tool_error(text: str) -> dict[str, Any]:

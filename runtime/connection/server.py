@@ -46,6 +46,7 @@ from mcpspec.runtime.session.server import ServerSession
 from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
+from .completions import Completers
 from .context import (
     ClientDeclarations,
     InputNeeded,
@@ -56,7 +57,11 @@ from .context import (
     _Answer,
 )
 from .errors import RequestError
+from .features import DeclaredFeatures
+from .pagination import Pager
 from .peer import AnswerLater, Peer
+from .prompts import Prompts
+from .resources import Resources
 from .stdio import stdio_server_stream
 from .tools import Tool
 from .transport import MessageStream
@@ -105,7 +110,7 @@ def _client_methods() -> frozenset[str]:
     return frozenset(methods)
 
 
-class Server:
+class Server(DeclaredFeatures):
     """An MCP server: handlers by method, identity, capabilities.
 
     ``name`` and ``version`` are its identity (``info``, an ``Implementation`` or a
@@ -121,6 +126,8 @@ class Server:
     client can make one connection hold (:class:`~mcpspec.runtime.Limits`, the largest
     message among them). ``state_key`` seals the ``requestState`` of 2026-07-28 input
     rounds (random per process when not given; several workers need the same one).
+    ``page_size`` cuts the lists the server answers itself (declared tools, resources,
+    templates, prompts) into pages of that many, with cursors sealed by ``state_key``.
     """
 
     def __init__(
@@ -137,6 +144,7 @@ class Server:
         subscribe: bool = False,
         limits: Limits | None = None,
         state_key: bytes | None = None,
+        page_size: int | None = None,
     ) -> None:
         if state_key is not None and len(state_key) < 16:
             raise ValueError("state_key must be at least 16 bytes")
@@ -156,6 +164,12 @@ class Server:
         self._handlers: dict[str, RequestHandlerFn] = {}
         self._notification_handlers: dict[str, NotificationHandlerFn] = {}
         self._tools: dict[str, Tool] = {}
+        self._pager = Pager(self.state_key, page_size)
+        self._resources = Resources(self._pager)
+        self._prompts = Prompts(self._pager)
+        self._completers = Completers(self._knows)
+        #: The methods answered for what was declared (resources, prompts, completers).
+        self._declared: dict[str, str] = {}
 
     # -- registration -----------------------------------------------------------------------
 
@@ -176,6 +190,8 @@ class Server:
             raise ValueError(f"{method!r} is not a client request in any revision")
         if self._tools and method in ("tools/list", "tools/call"):
             raise ValueError(f"the server answers {method} for the tools declared")
+        if method in self._declared:
+            raise ValueError(f"the server answers {method} for the {self._declared[method]}")
         self._handlers[method] = fn
 
     def notification_handler(self, method: str) -> Callable[[N], N]:
@@ -228,7 +244,13 @@ class Server:
         return self._tools
 
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
-        return {"tools": [tool.definition() for tool in self._tools.values()]}
+        params = request.params
+        cursor = None if params is None or params is UNSET else params.cursor
+        page, following = self._pager.page("tools/list", list(self._tools.values()), cursor)
+        result: dict[str, Any] = {"tools": [tool.definition() for tool in page]}
+        if following is not None:
+            result["nextCursor"] = following
+        return result
 
     async def _call_tool(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params

@@ -130,11 +130,6 @@ def test_registration_refusals() -> None:
         server.resource("x://{table}", size=3)(takes)
     with pytest.raises(TypeError, match="coroutine"):
         server.resource("x://sync")(lambda: "x")
-    old = Server(revisions=["2024-11-05", "2025-03-26"])
-    with pytest.raises(ValueError, match=r"title needs revision 2025-06-18.*2024-11-05, 2025-03"):
-        old.resource("x://a", title="A")(takes)
-    with pytest.raises(ValueError, match="icons needs revision 2025-11-25"):
-        Server(revisions=["2025-06-18"]).resource("x://a", icons=[{"src": "i"}])(takes)
 
     @server.handler("resources/read")
     async def read(request: Any, ctx: RequestContext) -> Any:

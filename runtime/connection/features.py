@@ -23,7 +23,7 @@ C = TypeVar("C", bound=CompleterFn)
 
 class DeclaredFeatures:
     """Resources, prompts and completers declared by decorators. The server that
-    derives from it gives the handlers, the revisions and the registries."""
+    derives from it gives the handlers and the registries."""
 
     _handlers: dict[str, Any]
     #: The methods answered for what was declared, and what that is.
@@ -31,7 +31,6 @@ class DeclaredFeatures:
     _resources: Resources
     _prompts: Prompts
     _completers: Completers
-    revisions: tuple[str, ...] | None
 
     def resource(
         self,
@@ -51,8 +50,7 @@ class DeclaredFeatures:
         ``name`` defaults to the function's name, ``description`` to its docstring.
         The server then answers ``resources/list``, ``resources/templates/list`` and
         ``resources/read`` itself. ``title`` and ``icons`` are left out of the answers
-        of revisions without them (refused when the server speaks none that has
-        them)."""
+        of revisions without them (before 2025-06-18 and 2025-11-25)."""
 
         def register(fn: T) -> T:
             resources = self._resources
@@ -60,7 +58,6 @@ class DeclaredFeatures:
             resources.add(
                 fn,
                 uri,
-                revisions=self.revisions,
                 name=name,
                 title=title,
                 description=description,
@@ -93,7 +90,6 @@ class DeclaredFeatures:
             self._may_declare("prompts", _PROMPTS)
             self._prompts.add(
                 fn,
-                revisions=self.revisions,
                 name=name,
                 title=title,
                 description=description,

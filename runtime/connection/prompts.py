@@ -26,7 +26,7 @@ from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
 from .resources import doc_of
-from .signatures import Signature, for_revision, refuse_unsupported, signature_of
+from .signatures import Signature, for_revision, signature_of
 
 __all__ = ["Prompt", "Prompts"]
 
@@ -57,7 +57,6 @@ class Prompts:
         self,
         fn: PromptFn,
         *,
-        revisions: tuple[str, ...] | None,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -85,7 +84,6 @@ class Prompts:
             arguments.append(entry)
         if arguments:
             wire["arguments"] = arguments
-        refuse_unsupported(wire, revisions, what)
         prompt = Prompt(fn, wire, signature)
         self.prompts[prompt_name] = prompt
         return prompt

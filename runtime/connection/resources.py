@@ -30,7 +30,7 @@ from mcpspec.runtime.errors import clip
 from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
-from .signatures import Signature, for_revision, refuse_unsupported, signature_of
+from .signatures import Signature, for_revision, signature_of
 from .uri_templates import UriTemplate
 
 __all__ = ["RESOURCE_NOT_FOUND", "Resource", "ResourceTemplate", "Resources"]
@@ -96,7 +96,6 @@ class Resources:
         fn: ResourceFn,
         uri: str,
         *,
-        revisions: tuple[str, ...] | None,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -118,7 +117,6 @@ class Resources:
             "icons": None if icons is None else [_wire(icon) for icon in icons],
         }
         wire.update({key: value for key, value in optional.items() if value is not None})
-        refuse_unsupported(wire, revisions, what)
         if "{" not in uri:
             if signature.required:
                 raise TypeError(

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from .context import RequestContext
 
-__all__ = ["FIELDS_SINCE", "Signature", "for_revision", "refuse_unsupported", "signature_of"]
+__all__ = ["FIELDS_SINCE", "Signature", "for_revision", "signature_of"]
 
 #: Fields of resources, templates and prompts, and the revision that brought each.
 FIELDS_SINCE: Final[Mapping[str, str]] = {"title": "2025-06-18", "icons": "2025-11-25"}
@@ -95,17 +95,3 @@ def for_revision(wire: dict[str, Any], revision: str) -> dict[str, Any]:
         for key, value in wire.items()
         if key not in FIELDS_SINCE or FIELDS_SINCE[key] <= revision
     }
-
-
-def refuse_unsupported(wire: Mapping[str, Any], revisions: Iterable[str] | None, what: str) -> None:
-    """Refuse (``ValueError``) a field none of the server's ``revisions`` carries
-    (``None``: it speaks them all, and older ones leave the field out)."""
-    if revisions is None:
-        return
-    accepted = sorted(revisions)
-    for key, since in FIELDS_SINCE.items():
-        if key in wire and accepted and accepted[-1] < since:
-            raise ValueError(
-                f"{what}: {key} needs revision {since} or later, and this server speaks "
-                f"only {', '.join(accepted)}"
-            )

@@ -25,5 +25,5 @@ async def client_of(server: Server, revision: str, **options: Any) -> AsyncItera
     with anyio.fail_after(HANG_GUARD):
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(functools.partial(server.serve, server_end, linger=0))
-            async with Client.over(client_end, mode=revision, **options) as client:  # type: ignore[arg-type]
+            async with Client.over(client_end, mode=revision, **options) as client:
                 yield client

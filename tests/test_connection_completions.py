@@ -101,7 +101,7 @@ def test_registration_refusals() -> None:
     with pytest.raises(TypeError, match="'other' is none of them"):
         server.completion(argument="a", prompt="p")(extra)
     with pytest.raises(TypeError, match="coroutine"):
-        server.completion(argument="a", prompt="p")(lambda value: [])
+        server.completion(argument="a", prompt="p")(lambda value: [])  # type: ignore[type-var]
 
     @server.handler("completion/complete")
     async def own(request: Any, ctx: RequestContext) -> Any:

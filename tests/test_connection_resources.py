@@ -14,7 +14,7 @@ import pytest
 
 from mcpspec.runtime.connection import RequestContext, RequestError, Server
 from mcpspec.runtime.connection.pagination import Pager
-from mcpspec.runtime.connection.uri_templates import TemplateError, UriTemplate
+from mcpspec.runtime.connection.uri_templates import MAX_URI_LENGTH, TemplateError, UriTemplate
 
 from .surface_kit import REVISIONS, client_of
 
@@ -95,6 +95,15 @@ def test_every_operator_and_undefined_variables() -> None:
     assert UriTemplate("x/{id:3}").match("x/abc") == {"id": "abc"}
 
 
+def test_one_expression_running_into_the_next_and_the_length_bound() -> None:
+    assert UriTemplate("doc/{name}{.ext}").match("doc/a.tar.gz") == {"name": "a", "ext": "tar.gz"}
+    raw = UriTemplate("repo/{+path}/raw")
+    assert raw.match("repo/a/b/raw") == {"path": "a/b"}
+    long_path = "a/" * ((MAX_URI_LENGTH - 10) // 2)
+    assert raw.match(f"repo/{long_path}raw") == {"path": long_path[:-1]}
+    assert raw.match(f"repo/{long_path}xx/raw") is None  # one character too many
+
+
 @pytest.mark.parametrize(
     ("template", "reason"),
     [
@@ -103,6 +112,8 @@ def test_every_operator_and_undefined_variables() -> None:
         ("x{,a}", "not an RFC 6570 expression"),
         ("x{/path*}", "explode"),
         ("x{a}{a}", "twice"),
+        ("x://{a}{b}{c}", "expressions {a}, {b} can each take"),
+        ("x://{+dir}/{+sub}/{+file}", "expressions {[+]dir}, {[+]sub} can each take"),
     ],
 )
 def test_templates_refused(template: str, reason: str) -> None:
@@ -129,7 +140,7 @@ def test_registration_refusals() -> None:
     with pytest.raises(TypeError, match="no size"):
         server.resource("x://{table}", size=3)(takes)
     with pytest.raises(TypeError, match="coroutine"):
-        server.resource("x://sync")(lambda: "x")
+        server.resource("x://sync")(lambda: "x")  # type: ignore[type-var]
 
     @server.handler("resources/read")
     async def read(request: Any, ctx: RequestContext) -> Any:

@@ -63,7 +63,7 @@ class Prompts:
         icons: list[Any] | None = None,
     ) -> Prompt:
         """Declare ``fn`` as a prompt (see ``Server.prompt``)."""
-        prompt_name: str = name or getattr(fn, "__name__", "prompt")
+        prompt_name = str(name or getattr(fn, "__name__", "prompt"))
         what = f"prompt {prompt_name!r}"
         signature = signature_of(fn, what)
         wire: dict[str, Any] = {"name": prompt_name}

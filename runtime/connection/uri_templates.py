@@ -16,7 +16,11 @@ decoded (``%2F`` is ``/``); one of a reserved (``{+path}``) or fragment expansio
 the encodings of reserved characters, which it cannot tell from the characters
 themselves (``a%2Fb`` stays ``a%2Fb``, ``a%20b`` reads ``a b``). Explode modifiers
 (``{/path*}``) are refused: they expand lists and maps, not the strings a function's
-arguments take.
+arguments take. So are templates with more than one expression that can run into what
+follows it (``{a}{b}{c}``): the ways to cut a URI among them grow as a power of its
+length. Where one such expression leaves two readings, the later expression takes the
+most (``{name}{.ext}`` reads ``a.tar.gz`` as ``a`` and ``tar.gz``). URIs longer than
+:data:`MAX_URI_LENGTH` match no template.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 from urllib.parse import unquote
 
-__all__ = ["TemplateError", "UriTemplate"]
+__all__ = ["MAX_URI_LENGTH", "TemplateError", "UriTemplate"]
 
 _UNRESERVED: Final = "A-Za-z0-9\\-._~"
 _RESERVED: Final = ":/?#\\[\\]@!$&'()*+,;="
@@ -38,10 +42,27 @@ _UNRESERVED_CHARS: Final = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
 _TRIPLET: Final = re.compile(_PCT)
+#: The longest URI matched against templates (longer ones match none): refusing a URI
+#: costs a template with an expression that can run into what follows it (``{+a}/{b}``)
+#: time quadratic in the URI's length, a few hundredths of a second at this length.
+MAX_URI_LENGTH: Final = 2048
 
 
 class _Operator(NamedTuple):
     """How an expression operator expands (RFC 6570, appendix A)."""
+
+    def chars(self) -> frozenset[str]:
+        """Every character an expansion's value part may hold."""
+        chars = set(_UNRESERVED_CHARS) | {"%", self.joiner}
+        if self.keeps_reserved:
+            chars |= _RESERVED_CHARS
+        if self.named:
+            chars.add("=")
+        return frozenset(chars)
+
+    def first(self) -> frozenset[str]:
+        """The characters an expansion (not empty) may start with."""
+        return frozenset(self.prefix) if self.prefix else self.chars()
 
     prefix: str
     joiner: str
@@ -100,9 +121,11 @@ class UriTemplate:
         self._parsed = library.URITemplate(template)
         pattern: list[str] = []
         expressions: list[_Expression] = []
+        parts: list[_Part] = []
         for expansion in self._parsed.expansions:
             if isinstance(expansion, library.expansions.Literal):
                 pattern.append(re.escape(expansion.value))
+                parts.append(_Part(frozenset(expansion.value[:1]), "", None, literal=True))
                 continue
             operator = _OPERATORS.get(expansion.operator)
             if operator is None:
@@ -117,6 +140,8 @@ class UriTemplate:
             names = tuple(variable.name for variable in variables)
             lengths = tuple(variable.max_length or None for variable in variables)
             expressions.append(_Expression(operator, names, lengths))
+            held = None if operator.named else operator.chars()
+            parts.append(_Part(operator.first(), str(expansion), held, literal=False))
             prefix, joiner = re.escape(operator.prefix), re.escape(operator.joiner)
             if operator.named:
                 # Only the expression's own names: a query expression must not take
@@ -127,7 +152,8 @@ class UriTemplate:
                 # Lazy: where two readings give the URI, a later expression takes the
                 # most ("{name}{.ext}" reads "a.tar.gz" as "a" and "tar.gz").
                 value = f"(?:[{operator.allowed}{joiner}]|{_PCT})*?"
-                pattern.append(f"((?:{prefix}{value})??)")
+                pattern.append(f"((?:{prefix}{value})??)" if prefix else f"({value})")
+        _refuse_ambiguity(template, parts)
         names_seen = [name for expression in expressions for name in expression.names]
         if len(set(names_seen)) != len(names_seen):
             raise TemplateError(f"{template!r} names a variable twice")
@@ -147,6 +173,8 @@ class UriTemplate:
     def match(self, uri: str) -> dict[str, str] | None:
         """The values of the variables ``uri`` expands (those it leaves undefined are
         absent), or ``None`` when the template cannot give ``uri``."""
+        if len(uri) > MAX_URI_LENGTH:
+            return None
         normalized = _normalize(uri)
         found = self._pattern.fullmatch(normalized)
         if found is None:
@@ -161,6 +189,42 @@ class UriTemplate:
         except Exception:  # a value the library refuses to expand: not this template's
             return None
         return values
+
+
+class _Part(NamedTuple):
+    """A literal or an expression of a template, as far as telling them apart goes."""
+
+    #: The characters it may start with.
+    first: frozenset[str]
+    #: The expression's text (empty for a literal).
+    text: str
+    #: The characters an unnamed expression may hold (``None``: a literal, or named
+    #: pairs, each of which starts with its name).
+    held: frozenset[str] | None
+    literal: bool
+
+
+def _refuse_ambiguity(template: str, parts: list[_Part]) -> None:
+    """Refuse a template with more than one expression that can run into what follows
+    it (``{a}{b}{c}``, ``{+a}/{+b}/{+c}``): the ways to cut a URI among them grow as a
+    power of its length, and so would the time to refuse one. One such expression
+    (``{name}{.ext}``, ``{+path}/raw``) is fine."""
+    ambiguous: list[str] = []
+    for index, part in enumerate(parts):
+        if part.held is None:
+            continue
+        following: set[str] = set()
+        for after in parts[index + 1 :]:
+            following |= after.first
+            if after.literal:
+                break  # an expression may expand to nothing: look past it
+        if part.held & following:
+            ambiguous.append(part.text)
+    if len(ambiguous) > 1:
+        raise TemplateError(
+            f"{template!r}: expressions {', '.join(ambiguous)} can each take the characters "
+            "that follow them: separate them with a literal they cannot hold"
+        )
 
 
 def _read(expression: _Expression, text: str, values: dict[str, str]) -> bool:

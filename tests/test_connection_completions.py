@@ -31,6 +31,10 @@ def make_server() -> Server:
     async def row(table: str, id: str) -> str:
         return f"{table}/{id}"
 
+    @server.resource("config://app")
+    async def config() -> str:
+        return "{}"
+
     @server.completion(prompt="greet", argument="name")
     async def names(value: str) -> list[str]:
         return [name for name in NAMES if name.lower().startswith(value.lower())]
@@ -51,8 +55,9 @@ async def test_completed_in_every_revision(revision: str) -> None:
         completed = await client.complete(prompt_ref("greet"), "name", "a")
         assert completed.values == ["Ada", "Alan"] and completed.total == 2
         assert not completed.has_more
-        # an argument without a completer completes to nothing
+        # an argument without a completer completes to nothing, and so does a resource
         assert (await client.complete(prompt_ref("greet"), "language", "e")).values == []
+        assert (await client.complete(resource_ref("config://app"), "x", "")).values == []
         many = await client.complete(resource_ref("db://{table}/{id}"), "id", "")
         assert len(many.values) == 100 and many.total == 250 and many.has_more
         assert many.values[0] == "?-0"
@@ -68,7 +73,7 @@ async def test_completed_in_every_revision(revision: str) -> None:
     ("ref", "reason"),
     [
         (prompt_ref("absent"), "no prompt 'absent'"),
-        (resource_ref("db://{x}"), "no resource template 'db://{x}'"),
+        (resource_ref("db://{x}"), "no resource or resource template 'db://{x}'"),
     ],
 )
 async def test_an_unknown_reference_is_invalid_params(revision: str, ref: Any, reason: str) -> None:

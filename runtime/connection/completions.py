@@ -105,7 +105,7 @@ class Completers:
         kind = ref.type
         name: str = ref.name if kind == "ref/prompt" else ref.uri
         if not self._known(kind, name):
-            what = "prompt" if kind == "ref/prompt" else "resource template"
+            what = "prompt" if kind == "ref/prompt" else "resource or resource template"
             raise RequestError.invalid_params(f"no {what} {show(name)}")
         argument = params.argument
         completer = self.completers.get((kind, name, argument.name))

@@ -127,8 +127,8 @@ class DeclaredFeatures:
                 raise ValueError(f"{method} has a handler of its own: declare {what} or handle it")
 
     def _knows(self, kind: str, name: str) -> bool:
-        """Whether the completion reference ``kind``/``name`` is a declared prompt or
-        resource template."""
+        """Whether the completion reference ``kind``/``name`` is a declared prompt,
+        resource template or resource (which has nothing to complete)."""
         if kind == "ref/prompt":
             return name in self._prompts.prompts
-        return name in self._resources.templates
+        return name in self._resources.templates or name in self._resources.static

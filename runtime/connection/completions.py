@@ -84,9 +84,6 @@ class Completers:
         self._known = known
         self.completers: dict[tuple[str, str, str], Completer] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self.completers)
-
     def add(
         self, fn: CompleterFn, *, prompt: str | None, template: str | None, argument: str
     ) -> None:

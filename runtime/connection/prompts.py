@@ -50,9 +50,6 @@ class Prompts:
         self.pager = pager
         self.prompts: dict[str, Prompt] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self.prompts)
-
     def add(
         self,
         fn: PromptFn,

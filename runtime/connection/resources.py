@@ -88,9 +88,6 @@ class Resources:
         self.static: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self.static or self.templates)
-
     def add(
         self,
         fn: ResourceFn,

@@ -6,11 +6,14 @@ revision lacks, subscriptions, and what registration refuses."""
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import anyio
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcpspec.runtime.connection import RequestContext, RequestError, Server
 from mcpspec.runtime.connection.pagination import Pager
@@ -102,6 +105,54 @@ def test_one_expression_running_into_the_next_and_the_length_bound() -> None:
     long_path = "a/" * ((MAX_URI_LENGTH - 10) // 2)
     assert raw.match(f"repo/{long_path}raw") == {"path": long_path[:-1]}
     assert raw.match(f"repo/{long_path}xx/raw") is None  # one character too many
+
+
+ROUND_TRIP_TEMPLATES = (
+    "db://{table}/{id}",
+    "file:///{+path}",
+    "doc/{name}{.ext}",
+    "m://{a,b}{/c}{;f}{?q,r}{&s}{#h}",
+)
+#: Any text a value may hold (lone surrogates are not UTF-8, so no URI carries them).
+VALUES = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@given(
+    template=st.sampled_from(ROUND_TRIP_TEMPLATES),
+    values=st.dictionaries(st.sampled_from("abcfhqrs" + "pathnamextableid"), VALUES),
+)
+@settings(max_examples=300, deadline=None)
+def test_matching_inverts_expansion(template: str, values: dict[str, str]) -> None:
+    parsed = UriTemplate(template)
+    chosen = {name: values.get(name[0], "v") for name in parsed.variables}
+    uri = parsed.expand(chosen)
+    found = parsed.match(uri)
+    assert found is not None and parsed.expand(found) == uri
+    if "+" not in template and "#" not in template and "{." not in template:
+        assert found == chosen  # nothing to tell apart: the values themselves
+
+
+@given(uri=st.text(max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_matching_never_raises(uri: str) -> None:
+    for template in ROUND_TRIP_TEMPLATES:
+        found = UriTemplate(template).match(uri)
+        assert found is None or UriTemplate(template).expand(found) == _normalized(uri)
+
+
+def _normalized(uri: str) -> str:
+    return re.sub(
+        "%[0-9A-Fa-f]{2}",
+        lambda m: (
+            chr(int(m.group()[1:], 16))
+            if chr(int(m.group()[1:], 16)) in UNRESERVED
+            else m.group().upper()
+        ),
+        uri,
+    )
+
+
+UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 @pytest.mark.parametrize(

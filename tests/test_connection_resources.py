@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpspec.runtime.connection import RequestContext, RequestError, Server
+from mcpspec.runtime.connection import RequestContext, RequestError, ResourceNotFound, Server
 from mcpspec.runtime.connection.pagination import Pager
 from mcpspec.runtime.connection.uri_templates import MAX_URI_LENGTH, TemplateError, UriTemplate
 
@@ -38,6 +38,8 @@ def make_server(**options: Any) -> Server:
 
     @server.resource("db://{table}/{id}", name="row", description="A row of a table.")
     async def row(table: str, id: int) -> str:
+        if id < 0:
+            raise ResourceNotFound()
         return f"{table} #{id}"
 
     @server.resource("file:///{+path}", mime_type="text/plain")
@@ -253,6 +255,7 @@ async def test_listed_and_read_in_every_revision(revision: str) -> None:
         "db://users",  # a required variable undefined
         "search://q?lang=fr",  # the query's required variable missing
         "file://no-third-slash",
+        "db://users/-1",  # the function raises ResourceNotFound
     ],
 )
 async def test_an_unknown_resource_is_the_error_of_the_revision(revision: str, uri: str) -> None:

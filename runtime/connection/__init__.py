@@ -31,6 +31,7 @@ from .errors import (
     ResponseViolation,
 )
 from .peer import NotificationHandler, Peer, ProgressCallback, RequestHandler, ViolationHandler
+from .resources import ResourceNotFound
 from .results import Completions, ToolResult
 from .server import NotificationHandlerFn, RequestHandlerFn, Server, ServerConnection
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
@@ -67,6 +68,7 @@ __all__ = [
     "RequestHandler",
     "RequestHandlerFn",
     "RequestTimeout",
+    "ResourceNotFound",
     "ResponseViolation",
     "Server",
     "ServerConnection",

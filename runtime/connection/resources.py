@@ -7,7 +7,9 @@ answers ``resources/list``, ``resources/templates/list`` (both paged) and
 matches it against the templates in the order they were declared (see
 :mod:`.uri_templates`); the first whose variables convert to its function's
 parameters reads it. A URI nothing matches is -32002 up to 2025-11-25 and -32602 in
-2026-07-28 (the code each revision's specification gives), with the URI in ``data``.
+2026-07-28 (the code each revision's specification gives), with the URI in ``data``;
+so is a :class:`ResourceNotFound` a function raises (a template's row that is not in
+the database).
 
 A function returns ``str`` (a text content), ``bytes`` (a blob, base64), a resource
 contents object (``TextResourceContents``, ``BlobResourceContents``, of any revision,
@@ -33,12 +35,17 @@ from .pagination import Pager
 from .signatures import Signature, for_revision, signature_of
 from .uri_templates import UriTemplate
 
-__all__ = ["RESOURCE_NOT_FOUND", "Resource", "ResourceTemplate", "Resources"]
+__all__ = ["RESOURCE_NOT_FOUND", "Resource", "ResourceNotFound", "ResourceTemplate", "Resources"]
 
 #: The error code of an unknown resource up to 2025-11-25 (2026-07-28 uses -32602).
 RESOURCE_NOT_FOUND = -32002
 
 ResourceFn = Callable[..., Awaitable[Any]]
+
+
+class ResourceNotFound(Exception):
+    """Raised by a resource function: the resource does not exist, answered with the
+    error of the negotiated revision (-32002, or -32602 in 2026-07-28)."""
 
 
 class Resource:
@@ -160,16 +167,30 @@ class Resources:
 
     async def read(self, request: Any, ctx: RequestContext) -> Any:
         uri: str = request.params.uri
+        found = self._find(uri, ctx)
+        if found is None:
+            raise not_found(uri, ctx.revision)
+        fn, kwargs, mime_type = found
+        try:
+            value = await fn(**kwargs)
+        except ResourceNotFound:
+            raise not_found(uri, ctx.revision) from None
+        return {"contents": contents_of(value, uri, mime_type)}
+
+    def _find(
+        self, uri: str, ctx: RequestContext
+    ) -> tuple[ResourceFn, dict[str, Any], str | None] | None:
+        """The function that reads ``uri``, its arguments and the MIME type of its
+        contents; ``None`` when no resource or template gives ``uri``."""
         resource = self.static.get(uri)
         if resource is not None:
-            value = await resource.fn(**resource.signature.call_arguments({}, ctx))
-            return {"contents": contents_of(value, uri, resource.definition.get("mimeType"))}
+            kwargs = resource.signature.call_arguments({}, ctx)
+            return resource.fn, kwargs, resource.definition.get("mimeType")
         for template in self.templates.values():
-            kwargs = template.arguments(uri, ctx)
-            if kwargs is not None:
-                value = await template.fn(**kwargs)
-                return {"contents": contents_of(value, uri, template.definition.get("mimeType"))}
-        raise not_found(uri, ctx.revision)
+            kwargs_or_none = template.arguments(uri, ctx)
+            if kwargs_or_none is not None:
+                return template.fn, kwargs_or_none, template.definition.get("mimeType")
+        return None
 
 
 def not_found(uri: str, revision: str) -> RequestError:

@@ -76,7 +76,7 @@ EDITABLE = ("--config-settings", "editable_mode=strict", "-e")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on an editable install, as a contributor has it (``nox -s dev``):
     runtime, sessions, connections, generated revisions, generator, checker."""
-    session.install(*EDITABLE, ".[codegen,check]", "mypy>=1.10", "types-jsonschema")
+    session.install(*EDITABLE, ".[codegen,check,templates]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -88,7 +88,7 @@ def dev(session: nox.Session) -> None:
     session.run(sys.executable, "-m", "venv", ".venv")
     python = Path(".venv", "Scripts" if sys.platform == "win32" else "bin", "python")
     session.run(str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    session.run(str(python), "-m", "pip", "install", *EDITABLE, ".[dev,check,codegen]")
+    session.run(str(python), "-m", "pip", "install", *EDITABLE, ".[dev,check,codegen,templates]")
 
 
 @nox.session

@@ -45,6 +45,7 @@ from .errors import (
 )
 from .lifespan import LifespanFn, LifespanNotRunning
 from .peer import NotificationHandler, Peer, ProgressCallback, RequestHandler, ViolationHandler
+from .resources import ResourceNotFound
 from .results import Completions, ToolFailed, ToolResult
 from .server import NotificationHandlerFn, RequestHandlerFn, Server, ServerConnection
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
@@ -89,6 +90,7 @@ __all__ = [
     "RequestHandlerFn",
     "RequestTimeout",
     "ResourceLink",
+    "ResourceNotFound",
     "ResponseViolation",
     "Server",
     "ServerConnection",

@@ -46,6 +46,7 @@ from mcpspec.runtime.session.server import ServerSession
 from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
+from .completions import Completers
 from .context import (
     ClientDeclarations,
     InputNeeded,
@@ -57,7 +58,11 @@ from .context import (
 )
 from .errors import RequestError
 from .lifespan import Lifespan, LifespanFn
+from .features import DeclaredFeatures
+from .pagination import Pager
 from .peer import AnswerLater, Peer
+from .prompts import Prompts
+from .resources import Resources
 from .stdio import stdio_server_stream
 from .tools import Tool
 from .transport import MessageStream
@@ -106,7 +111,7 @@ def _client_methods() -> frozenset[str]:
     return frozenset(methods)
 
 
-class Server:
+class Server(DeclaredFeatures):
     """An MCP server: handlers by method, identity, capabilities.
 
     ``name`` and ``version`` are its identity (``info``, an ``Implementation`` or a
@@ -124,6 +129,8 @@ class Server:
     rounds (random per process when not given; several workers need the same one).
     ``lifespan`` opens what the handlers share once per process (see
     :mod:`~mcpspec.runtime.connection.lifespan`): its value is ``ctx.lifespan``.
+    ``page_size`` cuts the lists the server answers itself (declared tools, resources,
+    templates, prompts) into pages of that many, with cursors sealed by ``state_key``.
     """
 
     def __init__(
@@ -141,6 +148,7 @@ class Server:
         limits: Limits | None = None,
         state_key: bytes | None = None,
         lifespan: LifespanFn | None = None,
+        page_size: int | None = None,
     ) -> None:
         if state_key is not None and len(state_key) < 16:
             raise ValueError("state_key must be at least 16 bytes")
@@ -161,6 +169,12 @@ class Server:
         self._notification_handlers: dict[str, NotificationHandlerFn] = {}
         self._tools: dict[str, Tool] = {}
         self._lifespan = Lifespan(lifespan, self)
+        self._pager = Pager(self.state_key, page_size)
+        self._resources = Resources(self._pager)
+        self._prompts = Prompts(self._pager)
+        self._completers = Completers(self._knows)
+        #: The methods answered for what was declared (resources, prompts, completers).
+        self._declared: dict[str, str] = {}
 
     # -- registration -----------------------------------------------------------------------
 
@@ -181,6 +195,8 @@ class Server:
             raise ValueError(f"{method!r} is not a client request in any revision")
         if self._tools and method in ("tools/list", "tools/call"):
             raise ValueError(f"the server answers {method} for the tools declared")
+        if method in self._declared:
+            raise ValueError(f"the server answers {method} for the {self._declared[method]}")
         self._handlers[method] = fn
 
     def notification_handler(self, method: str) -> Callable[[N], N]:
@@ -233,8 +249,14 @@ class Server:
         return self._tools
 
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
+        params = request.params
+        cursor = None if params is None or params is UNSET else params.cursor
+        page, following = self._pager.page("tools/list", list(self._tools.values()), cursor)
         revision = ctx.revision
-        return {"tools": [tool.definition(revision) for tool in self._tools.values()]}
+        result: dict[str, Any] = {"tools": [tool.definition(revision) for tool in page]}
+        if following is not None:
+            result["nextCursor"] = following
+        return result
 
     async def _call_tool(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params

@@ -4,27 +4,21 @@ The suite's server scenarios call tools, resources and prompts by name
 (``test_simple_text``, ``test://static-text``, ``test_simple_prompt``, ...) and check
 what comes back; each scenario's description in the suite says what it expects. This
 module declares all of them through the library's public API only (``@server.tool()``,
-``server.handler(...)``, :class:`RequestContext`), so that what the suite finds is what
+``@server.resource(...)``, ``@server.prompt()``, ``@server.completion(...)``,
+:class:`RequestContext`), so that what the suite finds is what
 users of the library get.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-import re
 from typing import Annotated, Any, Final
 
 import msgspec
 from msgspec import UNSET, Meta
 
-from mcpspec.runtime.connection import (
-    Question,
-    RequestContext,
-    RequestError,
-    Server,
-    Tool,
-    ToolError,
-)
+from mcpspec.runtime.connection import Question, RequestContext, Server, Tool, ToolError
 
 __all__ = ["AUDIO_BASE64", "IMAGE_BASE64", "build_server"]
 
@@ -60,55 +54,6 @@ SCHEMA_2020_12: Final[dict[str, Any]] = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
-
-_STATIC_RESOURCES: Final[dict[str, dict[str, Any]]] = {
-    "test://static-text": {
-        "name": "static-text",
-        "title": "Static Text Resource",
-        "description": "A static text resource for testing",
-        "mimeType": "text/plain",
-        "content": {"text": "This is the content of the static text resource."},
-    },
-    "test://static-binary": {
-        "name": "static-binary",
-        "title": "Static Binary Resource",
-        "description": "A static binary resource (image) for testing",
-        "mimeType": "image/png",
-        "content": {"blob": IMAGE_BASE64},
-    },
-    "test://watched-resource": {
-        "name": "watched-resource",
-        "title": "Watched Resource",
-        "description": "A resource clients can subscribe to",
-        "mimeType": "text/plain",
-        "content": {"text": "Watched resource content"},
-    },
-}
-_TEMPLATE: Final = re.compile(r"test://template/([^/]{1,200})/data")
-
-_PROMPTS: Final[list[dict[str, Any]]] = [
-    {"name": "test_simple_prompt", "description": "A simple prompt without arguments"},
-    {
-        "name": "test_prompt_with_arguments",
-        "description": "A prompt with required arguments",
-        "arguments": [
-            {"name": "arg1", "description": "First test argument", "required": True},
-            {"name": "arg2", "description": "Second test argument", "required": True},
-        ],
-    },
-    {
-        "name": "test_prompt_with_embedded_resource",
-        "description": "A prompt that includes an embedded resource",
-        "arguments": [
-            {"name": "resourceUri", "description": "URI of the resource to embed", "required": True}
-        ],
-    },
-    {"name": "test_prompt_with_image", "description": "A prompt that includes image content"},
-    {
-        "name": "test_input_required_result_prompt",
-        "description": "A prompt that asks the user for context first (2026-07-28)",
-    },
-]
 
 
 # A Struct, not annotated parameters of the tool function: there, Tool.from_function
@@ -175,12 +120,6 @@ def build_server() -> Server:
     _declare_input_tools(server)
     _declare_resources(server)
     _declare_prompts(server)
-
-    @server.handler("completion/complete")
-    async def complete(request: Any, ctx: RequestContext) -> Any:
-        # The suite only checks the shape; an empty, complete list is a valid answer.
-        return {"completion": {"values": [], "total": 0, "hasMore": False}}
-
     return server
 
 
@@ -454,77 +393,83 @@ def _declare_input_tools(server: Server) -> None:
 
 
 def _declare_resources(server: Server) -> None:
-    @server.handler("resources/list")
-    async def list_resources(request: Any, ctx: RequestContext) -> Any:
-        return {
-            "resources": [
-                {key: value for key, value in entry.items() if key != "content"} | {"uri": uri}
-                for uri, entry in _STATIC_RESOURCES.items()
-            ]
-        }
+    @server.resource(
+        "test://static-text",
+        name="static-text",
+        title="Static Text Resource",
+        description="A static text resource for testing",
+        mime_type="text/plain",
+    )
+    async def static_text() -> str:
+        return "This is the content of the static text resource."
 
-    @server.handler("resources/templates/list")
-    async def list_templates(request: Any, ctx: RequestContext) -> Any:
-        template = {
-            "uriTemplate": "test://template/{id}/data",
-            "name": "template",
-            "title": "Resource Template",
-            "description": "A resource template with parameter substitution",
-            "mimeType": "application/json",
-        }
-        return {"resourceTemplates": [template]}
+    @server.resource(
+        "test://static-binary",
+        name="static-binary",
+        title="Static Binary Resource",
+        description="A static binary resource (image) for testing",
+        mime_type="image/png",
+    )
+    async def static_binary() -> bytes:
+        return base64.b64decode(IMAGE_BASE64)
 
-    @server.handler("resources/read")
-    async def read_resource(request: Any, ctx: RequestContext) -> Any:
-        uri = request.params.uri
-        entry = _STATIC_RESOURCES.get(uri)
-        if entry is not None:
-            return {"contents": [{"uri": uri, "mimeType": entry["mimeType"], **entry["content"]}]}
-        match = _TEMPLATE.fullmatch(uri)
-        if match is not None:
-            key = match.group(1)
-            data = {"id": key, "templateTest": True, "data": f"Data for ID: {key}"}
-            text = json.dumps(data)
-            return {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
-        # SEP-2164: an unknown resource is -32602 with the uri in the error's data.
-        raise RequestError.of(-32602, f"Resource not found: {uri}", {"uri": uri})
+    @server.resource(
+        "test://watched-resource",
+        name="watched-resource",
+        title="Watched Resource",
+        description="A resource clients can subscribe to",
+        mime_type="text/plain",
+    )
+    async def watched() -> str:
+        return "Watched resource content"
+
+    @server.resource(
+        "test://template/{id}/data",
+        name="template",
+        title="Resource Template",
+        description="A resource template with parameter substitution",
+        mime_type="application/json",
+    )
+    async def template(id: str) -> str:
+        return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
 
 
 def _declare_prompts(server: Server) -> None:
-    @server.handler("prompts/list")
-    async def list_prompts(request: Any, ctx: RequestContext) -> Any:
-        return {"prompts": _PROMPTS}
+    @server.prompt(description="A simple prompt without arguments")
+    async def test_simple_prompt() -> str:
+        return "This is a simple prompt for testing."
 
-    @server.handler("prompts/get")
-    async def get_prompt(request: Any, ctx: RequestContext) -> Any:
-        params = request.params
-        name = params.name
-        arguments = params.arguments if isinstance(params.arguments, dict) else {}
-        if name == "test_simple_prompt":
-            return {"messages": [_user(_text("This is a simple prompt for testing."))]}
-        if name == "test_prompt_with_arguments":
-            arg1, arg2 = arguments.get("arg1"), arguments.get("arg2")
-            text = f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
-            return {"messages": [_user(_text(text))]}
-        if name == "test_prompt_with_embedded_resource":
-            resource = {
-                "uri": arguments.get("resourceUri", "test://example-resource"),
-                "mimeType": "text/plain",
-                "text": "Embedded resource content for testing.",
-            }
-            return {
-                "messages": [
-                    _user({"type": "resource", "resource": resource}),
-                    _user(_text("Please process the embedded resource above.")),
-                ]
-            }
-        if name == "test_prompt_with_image":
-            image = {"type": "image", "data": IMAGE_BASE64, "mimeType": "image/png"}
-            return {"messages": [_user(image), _user(_text("Please analyze the image above."))]}
-        if name == "test_input_required_result_prompt":
-            answer = await ctx.elicit(
-                _form("What context should the prompt use?", context="string")
-            )
-            text = f"Use this context: {_field(answer, 'context')}"
-            return {"messages": [_user(_text(text))]}
-        raise RequestError.invalid_params(f"unknown prompt {name!r}")
+    @server.prompt(description="A prompt with required arguments")
+    async def test_prompt_with_arguments(
+        arg1: Annotated[str, Meta(description="First test argument")],
+        arg2: Annotated[str, Meta(description="Second test argument")],
+    ) -> str:
+        return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+    @server.completion(prompt="test_prompt_with_arguments", argument="arg1")
+    async def complete_arg1(value: str) -> list[str]:
+        return [value] if value else []
+
+    @server.prompt(description="A prompt that includes an embedded resource")
+    async def test_prompt_with_embedded_resource(
+        resourceUri: Annotated[str, Meta(description="URI of the resource to embed")],
+    ) -> list[Any]:
+        resource = {
+            "uri": resourceUri,
+            "mimeType": "text/plain",
+            "text": "Embedded resource content for testing.",
+        }
+        return [
+            {"type": "resource", "resource": resource},
+            "Please process the embedded resource above.",
+        ]
+
+    @server.prompt(description="A prompt that includes image content")
+    async def test_prompt_with_image() -> list[Any]:
+        image = {"type": "image", "data": IMAGE_BASE64, "mimeType": "image/png"}
+        return [image, "Please analyze the image above."]
+
+    @server.prompt(description="A prompt that asks the user for context first (2026-07-28)")
+    async def test_input_required_result_prompt(ctx: RequestContext) -> str:
+        answer = await ctx.elicit(_form("What context should the prompt use?", context="string"))
+        return f"Use this context: {_field(answer, 'context')}"

@@ -57,8 +57,8 @@ from .context import (
     _Answer,
 )
 from .errors import RequestError
-from .lifespan import Lifespan, LifespanFn
 from .features import DeclaredFeatures
+from .lifespan import Lifespan, LifespanFn
 from .pagination import Pager
 from .peer import AnswerLater, Peer
 from .prompts import Prompts

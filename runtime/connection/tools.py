@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -69,6 +69,7 @@ class Tool:
         description: str | None = None,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.fn = fn
         self.name = name
@@ -82,6 +83,9 @@ class Tool:
         self._struct_parameter = struct_parameter or ""
         self._spread = struct_parameter is None
         self._context_parameter = context_parameter
+        #: The OAuth scopes a principal needs to see and call the tool (over HTTP with
+        #: authorization; nothing is enforced where no principal is verified).
+        self.scopes: frozenset[str] = frozenset(scopes)
 
     @classmethod
     def from_function(
@@ -92,6 +96,7 @@ class Tool:
         description: str | None = None,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Tool:
         """The tool behind ``fn`` (see the module's documentation); ``name`` defaults to
         the function's name, ``description`` to its docstring."""
@@ -131,6 +136,7 @@ class Tool:
             description=description if description is not None else doc,
             title=title,
             annotations=annotations,
+            scopes=scopes,
         )
 
     @property

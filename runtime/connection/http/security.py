@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..principal import Principal
 from .settings import LOOPBACK_HOSTS, HttpSettings
 
 __all__ = [
@@ -80,9 +81,13 @@ def check_origin(headers: Mapping[str, str], settings: HttpSettings) -> Refusal 
     return Refusal(403, "Invalid Origin header")
 
 
-async def check_token(headers: Mapping[str, str], settings: HttpSettings) -> Refusal | None:
+async def check_token(
+    headers: Mapping[str, str], settings: HttpSettings
+) -> Refusal | Principal | None:
     """With a verifier, ``Authorization: Bearer <token>`` must carry a token it
-    accepts; else 401 with a ``WWW-Authenticate`` challenge (RFC 6750)."""
+    accepts; else 401 with a ``WWW-Authenticate`` challenge (RFC 6750). A token it
+    accepts is the :class:`Principal` it returned, or one standing for the token (its
+    sessions are its own); ``None`` without a verifier."""
     verify = settings.verify_token
     if verify is None:
         return None
@@ -103,7 +108,7 @@ async def check_token(headers: Mapping[str, str], settings: HttpSettings) -> Ref
             "Invalid bearer token",
             {"www-authenticate": f'{challenge}, error="invalid_token"'},
         )
-    return None
+    return granted if isinstance(granted, Principal) else Principal.of_token(token)
 
 
 def _media_types(value: str) -> set[str]:

@@ -63,22 +63,24 @@ async def fetch_json(
     *,
     method: str = "GET",
     data: Mapping[str, str] | None = None,
+    json: Any = None,
     headers: Mapping[str, str] | None = None,
     auth: httpx.Auth | None = None,
     timeout: float,
     max_bytes: int,
     follow_redirects: bool = False,
     accept_errors: bool = False,
+    ok: tuple[int, ...] = (200,),
 ) -> Any:
-    """The JSON body of ``method url`` (a form ``data`` for a POST), within ``timeout``
-    seconds in all and ``max_bytes`` of body. A status other than 200 is a
-    :class:`FetchError` (with the body when ``accept_errors`` and it was JSON)."""
+    """The JSON body of ``method url`` (a form ``data`` or a ``json`` body for a POST),
+    within ``timeout`` seconds in all and ``max_bytes`` of body. A status not in ``ok``
+    is a :class:`FetchError` (with the body when ``accept_errors`` and it was JSON)."""
     require_secure(url)
     try:
         with anyio.fail_after(timeout):
             for _ in range(MAX_REDIRECTS + 1):
                 status, body, location = await _exchange(
-                    client, method, url, data, headers, auth, max_bytes
+                    client, method, url, data, json, headers, auth, max_bytes
                 )
                 if status in (301, 302, 303, 307, 308) and follow_redirects and location:
                     url = require_secure(urllib.parse.urljoin(url, location))
@@ -94,9 +96,9 @@ async def fetch_json(
         value = msgspec.json.decode(body) if body else None
     except msgspec.DecodeError:
         value = None
-        if status == 200:
+        if status in ok:
             raise FetchError(f"{_shown(url)} answered with a body that is not JSON") from None
-    if status != 200:
+    if status not in ok:
         raise FetchError(
             f"{_shown(url)} answered {status}", status, value if accept_errors else None
         )
@@ -108,6 +110,7 @@ async def _exchange(
     method: str,
     url: str,
     data: Mapping[str, str] | None,
+    json: Any,
     headers: Mapping[str, str] | None,
     auth: httpx.Auth | None,
     max_bytes: int,
@@ -117,6 +120,7 @@ async def _exchange(
         method,
         url,
         data=dict(data) if data is not None else None,
+        json=json,
         headers=request_headers,
         auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
         follow_redirects=False,

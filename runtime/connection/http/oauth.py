@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 import anyio
 import httpx
 
-from .bounded_fetch import FetchError, fetch_json
+from .bounded_fetch import FetchError, fetch_json, is_loopback
 from .oauth_discovery import (
     AuthorizationServer,
     Challenge,
@@ -285,6 +285,7 @@ class OAuth(httpx.Auth):
         metadata: dict[str, Any] = {
             "client_name": self.client_name,
             "token_endpoint_auth_method": "none",
+            "application_type": "web",
         }
         if self.grant == "client_credentials":
             metadata.update(
@@ -292,10 +293,15 @@ class OAuth(httpx.Auth):
             )
         else:
             assert self.redirect is not None
+            redirect_uri = self.redirect.redirect_uri
             metadata.update(
                 grant_types=["authorization_code", "refresh_token"],
                 response_types=["code"],
-                redirect_uris=[self.redirect.redirect_uri],
+                redirect_uris=[redirect_uri],
+                # OpenID registration: a loopback redirect is a native application's.
+                application_type="native"
+                if is_loopback(urllib.parse.urlsplit(redirect_uri).hostname or "")
+                else "web",
             )
         assert server.registration_endpoint is not None
         try:

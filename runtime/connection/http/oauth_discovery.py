@@ -17,7 +17,6 @@ import httpx
 
 from .auth import PRM_PATH
 from .bounded_fetch import FetchError, fetch_json, require_secure
-from .verifiers import authorization_server_metadata_urls
 
 __all__ = [
     "AuthorizationServer",
@@ -25,6 +24,7 @@ __all__ = [
     "DiscoveryError",
     "OAuthError",
     "ProtectedResource",
+    "authorization_server_metadata_urls",
     "canonical_resource",
     "discover_authorization_server",
     "discover_resource",
@@ -102,6 +102,29 @@ class AuthorizationServer:
         """Whether the list ``name`` of the metadata holds ``value``."""
         listed = self.document.get(name)
         return isinstance(listed, list) and value in listed
+
+
+def authorization_server_metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be, in the order the MCP specification gives: RFC
+    8414 with the issuer's path after the well-known part, OpenID Connect discovery
+    likewise, then OpenID Connect discovery after the issuer's path (for an issuer
+    without a path: the two well-known documents at the root)."""
+    parts = urllib.parse.urlsplit(issuer)
+    path = parts.path.rstrip("/")
+
+    def at(suffix: str) -> str:
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, suffix, "", ""))
+
+    if not path:
+        return [
+            at("/.well-known/oauth-authorization-server"),
+            at("/.well-known/openid-configuration"),
+        ]
+    return [
+        at("/.well-known/oauth-authorization-server" + path),
+        at("/.well-known/openid-configuration" + path),
+        at(path + "/.well-known/openid-configuration"),
+    ]
 
 
 def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
@@ -204,7 +227,9 @@ async def _authorization_server(
             continue
         if not isinstance(document, dict):
             continue
-        if document.get("issuer") != issuer and not (
+        # Without resource metadata (2025-03-26) no issuer was named: the MCP server's
+        # origin serves the metadata, which names its issuer itself.
+        if not legacy and document.get("issuer") != issuer and not (
             isinstance(document.get("issuer"), str)
             and document["issuer"].rstrip("/") == issuer.rstrip("/")
         ):
@@ -216,8 +241,9 @@ async def _authorization_server(
             raise DiscoveryError(f"the metadata at {url} names no token_endpoint")
         authorize = document.get("authorization_endpoint")
         register = document.get("registration_endpoint")
+        named = document.get("issuer")
         return AuthorizationServer(
-            issuer=document["issuer"],
+            issuer=named if isinstance(named, str) else issuer,
             authorization_endpoint=require_secure(authorize, "authorization endpoint")
             if isinstance(authorize, str)
             else None,

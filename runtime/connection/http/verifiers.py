@@ -27,7 +27,6 @@ import collections
 import hashlib
 import logging
 import time
-import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -38,6 +37,7 @@ import jwt
 from ..principal import Principal
 from .auth import VerifierUnavailable
 from .bounded_fetch import FetchError, fetch_json, require_secure
+from .oauth_discovery import authorization_server_metadata_urls
 
 __all__ = ["IntrospectionVerifier", "JwtVerifier", "authorization_server_metadata_urls"]
 
@@ -59,29 +59,6 @@ DEFAULT_ALGORITHMS: Final = (
 _REFUSED_ALGORITHMS: Final = frozenset({"none", "HS256", "HS384", "HS512"})
 #: The longest token looked at (a JWT access token is a few kilobytes at most).
 MAX_TOKEN_CHARS: Final = 16 * 1024
-
-
-def authorization_server_metadata_urls(issuer: str) -> list[str]:
-    """Where an issuer's metadata may be, in the order the MCP specification gives: RFC
-    8414 with the issuer's path after the well-known part, OpenID Connect discovery
-    likewise, then OpenID Connect discovery after the issuer's path (for an issuer
-    without a path: the two well-known documents at the root)."""
-    parts = urllib.parse.urlsplit(issuer)
-    path = parts.path.rstrip("/")
-
-    def at(suffix: str) -> str:
-        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, suffix, "", ""))
-
-    if not path:
-        return [
-            at("/.well-known/oauth-authorization-server"),
-            at("/.well-known/openid-configuration"),
-        ]
-    return [
-        at("/.well-known/oauth-authorization-server" + path),
-        at("/.well-known/openid-configuration" + path),
-        at(path + "/.well-known/openid-configuration"),
-    ]
 
 
 def principal_of(claims: Mapping[str, Any], issuer: str | None) -> Principal:

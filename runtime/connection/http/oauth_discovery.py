@@ -229,9 +229,13 @@ async def _authorization_server(
             continue
         # Without resource metadata (2025-03-26) no issuer was named: the MCP server's
         # origin serves the metadata, which names its issuer itself.
-        if not legacy and document.get("issuer") != issuer and not (
-            isinstance(document.get("issuer"), str)
-            and document["issuer"].rstrip("/") == issuer.rstrip("/")
+        if (
+            not legacy
+            and document.get("issuer") != issuer
+            and not (
+                isinstance(document.get("issuer"), str)
+                and document["issuer"].rstrip("/") == issuer.rstrip("/")
+            )
         ):
             raise DiscoveryError(
                 f"the metadata at {url} is of issuer {document.get('issuer')!r}, not {issuer!r}"

@@ -3,7 +3,8 @@ issues JWT access tokens for the mcpspec app, protected by a ``JwtVerifier`` tha
 the provider's keys through its metadata; the mcpspec client (authorization code with
 dynamic registration, PKCE, ``resource`` and ``iss``; and ``client_credentials``) and
 the official Python SDK's OAuth client (``mcp==2.3.0``) complete the flow and call a
-tool as the principal the token names.
+tool as the principal the token names; and the mcpspec client completes it against the
+SDK's resource server too.
 
 ``nox -s interop`` installs the provider and Node (``MCPSPEC_OIDC_PROVIDER``,
 ``MCPSPEC_NODE``); without them these tests skip, saying why.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import sys
 import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -59,22 +61,41 @@ def build_server() -> Server:
 
 
 @asynccontextmanager
+async def oidc_provider(resources: list[str]) -> AsyncIterator[str]:
+    """oidc-provider on loopback, issuing tokens for ``resources``; yields its issuer."""
+    assert NODE is not None and OIDC_PROVIDER is not None
+    port = free_port()
+    async with running(
+        [NODE, str(PEERS / "oidc_provider.mjs"), OIDC_PROVIDER, str(port), *resources], port
+    ):
+        yield f"http://127.0.0.1:{port}"
+
+
+@asynccontextmanager
+async def running(command: list[str], port: int) -> AsyncIterator[None]:
+    """``command`` in a subprocess until the block ends, once it listens on ``port``."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        await wait_listening(port, process)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@asynccontextmanager
 async def deployment() -> AsyncIterator[tuple[str, str]]:
     """oidc-provider and the protected mcpspec app, both on loopback; yields the app's
     URL and the issuer."""
     import uvicorn
 
-    assert NODE is not None and OIDC_PROVIDER is not None
-    provider_port, app_port = free_port(), free_port()
-    issuer = f"http://127.0.0.1:{provider_port}"
+    app_port = free_port()
     url = f"http://127.0.0.1:{app_port}/mcp"
-    process = subprocess.Popen(
-        [NODE, str(PEERS / "oidc_provider.mjs"), OIDC_PROVIDER, str(provider_port), url],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        await wait_listening(provider_port, process)
+    async with oidc_provider([url]) as issuer:
         auth = AuthSettings(
             url,
             (issuer,),
@@ -94,13 +115,6 @@ async def deployment() -> AsyncIterator[tuple[str, str]]:
                 yield url, issuer
             finally:
                 server.should_exit = True
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class FollowingRedirect:
@@ -255,3 +269,15 @@ async def test_the_sdk_client_authorizes_at_oidc_provider_for_the_mcpspec_app() 
                 await session.initialize()
                 result = await session.call_tool("whoami", {})
                 assert result.content[0].text == "alice mcp"  # type: ignore[union-attr]
+
+
+@needs_provider
+@needs_sdk
+async def test_the_mcpspec_client_authorizes_for_the_sdks_resource_server() -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    server = [sys.executable, str(PEERS / "sdk_protected_server.py")]
+    with anyio.fail_after(GUARD):
+        async with oidc_provider([url]) as issuer, running([*server, issuer, str(port)], port):
+            oauth = OAuth(redirect=FollowingRedirect(), client_name="mcpspec interop")
+            assert await whoami(url, oauth) == "alice mcp"

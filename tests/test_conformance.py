@@ -16,7 +16,7 @@ not raise (``client-raised``). The
 scenarios we do not pass are listed, with the reason and the specification's words, in
 tests/conformance/expected.py, and for those the test asserts that exactly the listed
 checks fail, so that a fix (or a new failure) shows up. The OAuth scenarios
-(``auth/...``) are not supported: the client says so, and the test asserts it did.
+(``auth/...``) run our client with its OAuth client (tests/conformance/client.py).
 
 ``nox -s interop`` installs the suite versions and Node and runs these
 (``pytest -m interop``); they skip, saying why, when MCPSPEC_NODE or
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.expected import EXPECTED, NO_OAUTH, Expected
+from tests.conformance.expected import EXPECTED, Expected
 from tests.conformance.suite import Run, Verdict, installed_suites, run_scenarios
 
 pytestmark = pytest.mark.interop
@@ -108,10 +108,6 @@ def _describe(verdict: Verdict) -> str:
 def test_scenario(version: str, run: Run, scenario: str) -> None:
     verdict = _verdicts(version, run).get(scenario)
     assert verdict is not None, f"the suite wrote no verdict for {scenario}"
-    if scenario.startswith("auth/"):
-        # Not supported: the client refuses before connecting, and says why.
-        assert NO_OAUTH in verdict.client_stderr, _describe(verdict)
-        return
     failed = _failed(verdict)
     expected = EXPECTED.get((version, run.name, scenario))
     if expected is None:

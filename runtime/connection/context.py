@@ -36,6 +36,7 @@ from mcpspec.runtime.session.events import RequestReceived
 from mcpspec.runtime.session.stateless import LEVELS
 
 from .errors import RequestError
+from .principal import Principal, current_principal
 
 if TYPE_CHECKING:
     from mcpspec.runtime.session.server import ServerSession
@@ -249,6 +250,12 @@ class RequestContext:
     def client_info(self) -> Any:
         """The client's ``Implementation``, when it sent one."""
         return self._client.info
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request comes from: the principal of its verified access token (over
+        HTTP with authorization), else ``None``."""
+        return current_principal.get()
 
     @property
     def cancel_scope(self) -> anyio.CancelScope | None:

@@ -30,7 +30,7 @@ import contextlib
 import functools
 import secrets
 import typing
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -61,6 +61,7 @@ from .features import DeclaredFeatures
 from .lifespan import Lifespan, LifespanFn
 from .pagination import Pager
 from .peer import AnswerLater, Peer
+from .principal import current_principal, missing_scopes, sealing_key
 from .prompts import Prompts
 from .resources import Resources
 from .stdio import stdio_server_stream
@@ -217,17 +218,25 @@ class Server(DeclaredFeatures):
         description: str | None = None,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as a tool (see
         :mod:`mcpspec.runtime.connection.tools`: the input schema comes from its
         annotations, the arguments are converted by msgspec). The server then answers
         ``tools/list`` and ``tools/call`` itself, which excludes handlers of its own for
-        them."""
+        them. ``scopes``: the OAuth scopes a principal needs to see and call it (over
+        HTTP with authorization: ``tools/list`` leaves it out for a principal without
+        them, and a call is refused with 403 ``insufficient_scope``)."""
 
         def register(fn: T) -> T:
             self.add_tool(
                 Tool.from_function(
-                    fn, name=name, description=description, title=title, annotations=annotations
+                    fn,
+                    name=name,
+                    description=description,
+                    title=title,
+                    annotations=annotations,
+                    scopes=scopes,
                 )
             )
             return fn
@@ -248,10 +257,26 @@ class Server(DeclaredFeatures):
         """The tools declared, by name."""
         return self._tools
 
+    def scopes_of(self, method: str, name: Any) -> frozenset[str]:
+        """The scopes a request of ``method`` about ``name`` (a tool's) needs: what the
+        HTTP app checks before the request reaches a session."""
+        if method == "tools/call" and isinstance(name, str):
+            tool = self._tools.get(name)
+            if tool is not None:
+                return tool.scopes
+        return frozenset()
+
+    @property
+    def scoped(self) -> bool:
+        """Whether any item needs scopes of its own."""
+        return any(tool.scopes for tool in self._tools.values())
+
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params
         cursor = None if params is None or params is UNSET else params.cursor
-        page, following = self._pager.page("tools/list", list(self._tools.values()), cursor)
+        principal = current_principal.get()
+        visible = [t for t in self._tools.values() if not missing_scopes(principal, t.scopes)]
+        page, following = self._pager.page("tools/list", visible, cursor)
         revision = ctx.revision
         result: dict[str, Any] = {"tools": [tool.definition(revision) for tool in page]}
         if following is not None:
@@ -261,7 +286,9 @@ class Server(DeclaredFeatures):
     async def _call_tool(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params
         tool = self._tools.get(params.name)
-        if tool is None:
+        if tool is None or missing_scopes(current_principal.get(), tool.scopes):
+            # A tool the principal may not call is one it cannot know of (the HTTP
+            # app refused it with 403 already; this holds for batches too).
             raise RequestError.invalid_params(f"unknown tool {show(params.name)}")
         arguments = params.arguments
         return await tool.call(None if arguments is msgspec.UNSET else arguments, ctx)
@@ -508,7 +535,7 @@ class ServerConnection:
             state = InputState(answers=kept or {}, asked=asked)
             return session.types.InputRequiredResult(
                 input_requests={key: request for key, (_, request) in questions.items()},
-                request_state=state.encode(self.server.state_key),
+                request_state=state.encode(sealing_key(self.server.state_key)),
             )
         return self._coerce(method, result)
 
@@ -566,7 +593,7 @@ class ServerConnection:
         ``text``), typed and as kept in a ``requestState``: those of earlier rounds (in
         its ``requestState``) and of the last round (its ``inputResponses``)."""
         params = event.request.params
-        state = InputState.decode(text, self.server.state_key)
+        state = InputState.decode(text, sealing_key(self.server.state_key))
         codec = self.session.codec
         answers: dict[str, Any] = {}
         try:

@@ -32,7 +32,7 @@ import inspect
 import logging
 import re
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -98,6 +98,7 @@ class Tool:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         output: OutputType | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.fn = fn
         self.name = name
@@ -113,6 +114,9 @@ class Tool:
         self._context_parameter = context_parameter
         #: The structured output its return annotation declares, if any.
         self.output = output
+        #: The OAuth scopes a principal needs to see and call the tool (over HTTP with
+        #: authorization; nothing is enforced where no principal is verified).
+        self.scopes: frozenset[str] = frozenset(scopes)
 
     @classmethod
     def from_function(
@@ -123,6 +127,7 @@ class Tool:
         description: str | None = None,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Tool:
         """The tool behind ``fn`` (see the module's documentation); ``name`` defaults to
         the function's name, ``description`` to its docstring."""
@@ -163,6 +168,7 @@ class Tool:
             title=title,
             annotations=annotations,
             output=OutputType.of(hints.get("return")),
+            scopes=scopes,
         )
 
     @property

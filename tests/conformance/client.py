@@ -10,8 +10,11 @@ Streamable HTTP, and exits non-zero when the library raised.
 Scenarios: most need a client to use the server's features as an application would
 (list and call tools, read resources, get prompts, answer the server's questions); the
 few that need something particular have a function of their own below. The OAuth
-scenarios (``auth/...``) are refused (exit status 1, the reason on stderr): the library
-has no OAuth client.
+scenarios (``auth/...``) run with :class:`~mcpspec.runtime.connection.http.oauth.OAuth`:
+the authorization code grant, the user's consent standing in as a GET of the
+authorization URL whose redirect is read (the suite's server approves at once), with a
+Client ID Metadata Document URL to offer; ``client_credentials`` for the scenarios named
+so, with the secret or private key the scenario's context gives.
 """
 
 from __future__ import annotations
@@ -19,17 +22,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
+import httpx
 import msgspec
 from msgspec import UNSET
 
-from mcpspec.runtime.connection import Client
+from mcpspec.runtime.connection import Client, NegotiationRefused, RequestError
+from mcpspec.runtime.connection.http.oauth import OAuth, PrivateKeyJwt
 
-#: Why the OAuth scenarios are not run (the client says it on stderr and exits).
-NO_OAUTH = "the library has no OAuth client"
+#: The Client ID Metadata Document URL the suite expects a client to offer.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 #: The revisions that negotiate with ``initialize`` (the others are stateless).
 _HANDSHAKE_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
 
@@ -66,7 +72,50 @@ async def answer_roots(params: Any, context: Any) -> dict[str, Any]:
     return {"roots": [{"uri": "file:///tmp/conformance", "name": "conformance"}]}
 
 
-def build_client(url: str, revision: str | None, default_mode: str) -> Client:
+class ApprovingRedirect:
+    """The user's consent, as the suite's server gives it: GET the authorization URL and
+    read the parameters of the redirect it answers with."""
+
+    redirect_uri = "http://127.0.0.1:3000/callback"
+
+    async def __call__(self, authorization_url: str) -> dict[str, str]:
+        async with httpx.AsyncClient(timeout=20.0) as http:
+            response = await http.get(authorization_url, follow_redirects=False)
+        location = response.headers.get("location")
+        if location is None:
+            raise RuntimeError(f"the authorization endpoint answered {response.status_code}")
+        return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
+
+
+def oauth_for(scenario: str, context: Mapping[str, Any]) -> OAuth:
+    """The OAuth client a scenario needs (see the module)."""
+    client_id = context.get("client_id")
+    secret = context.get("client_secret")
+    pem = context.get("private_key_pem")
+    key = (
+        PrivateKeyJwt(pem, algorithm=str(context.get("signing_algorithm", "RS256")))
+        if isinstance(pem, str)
+        else None
+    )
+    if scenario.startswith("auth/client-credentials"):
+        return OAuth(
+            grant="client_credentials",
+            client_id=client_id,
+            client_secret=secret,
+            private_key_jwt=key,
+        )
+    return OAuth(
+        client_id=client_id,
+        client_secret=secret,
+        private_key_jwt=key,
+        client_metadata_url=CLIENT_METADATA_URL,
+        redirect=ApprovingRedirect(),
+    )
+
+
+def build_client(
+    url: str, revision: str | None, default_mode: str, auth: OAuth | None = None
+) -> Client:
     """Our client of ``url``: speaking ``revision`` when the run names one (its
     lifecycle follows: ``initialize`` up to 2025-11-25, stateless after), else
     negotiating in ``default_mode`` (``auto``: probe, then fall back; ``legacy``)."""
@@ -91,6 +140,7 @@ def build_client(url: str, revision: str | None, default_mode: str) -> Client:
         elicitation=answer_elicitation,
         roots=answer_roots,
         open_timeout=20.0,
+        auth=auth,
     )
 
 
@@ -179,10 +229,18 @@ SCENARIOS: dict[str, Callable[[Client, Mapping[str, Any]], Awaitable[None]]] = {
 async def run(
     url: str, scenario: str, context: Mapping[str, Any], revision: str | None, mode: str
 ) -> None:
-    if scenario.startswith("auth/"):
-        raise SystemExit(f"{scenario}: not supported: {NO_OAUTH}")
-    async with build_client(url, revision, mode) as client:
-        await SCENARIOS.get(scenario, explore)(client, context)
+    if not scenario.startswith("auth/"):
+        async with build_client(url, revision, mode) as client:
+            await SCENARIOS.get(scenario, explore)(client, context)
+        return
+    try:
+        async with build_client(url, revision, mode, oauth_for(scenario, context)) as client:
+            await SCENARIOS.get(scenario, explore)(client, context)
+    except (NegotiationRefused, RequestError) as exc:
+        # Refusing is what several scenarios ask of a client (a wrong issuer, resource
+        # or iss; a server that keeps asking for scopes): said, not raised. The suite
+        # judges whether refusing was right.
+        raise SystemExit(f"{scenario}: refused: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> None:

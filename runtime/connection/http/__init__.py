@@ -10,18 +10,24 @@ needs an ASGI server (uvicorn: ``pip install mcpspec[http]``).
 
 from __future__ import annotations
 
+from ..principal import Principal
 from .app import HttpApp, http_app, run_http
+from .auth import AuthSettings, PrincipalVerifier, VerifierUnavailable
 from .event_store import EventStore, MemoryEventStore, StoredEvent
 from .settings import LOOPBACK_HOSTS, HttpSettings, TokenVerifier
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "AuthSettings",
     "EventStore",
     "HttpApp",
     "HttpSettings",
     "MemoryEventStore",
+    "Principal",
+    "PrincipalVerifier",
     "StoredEvent",
     "TokenVerifier",
+    "VerifierUnavailable",
     "http_app",
     "run_http",
 ]

@@ -42,7 +42,9 @@ import anyio.abc
 from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..pipes import running_asyncio_loop
+from ..principal import Principal, current_principal, principal_scope
 from .asgi import BodyRefused, ClientGone, Receive, Scope, Send, header_map, read_body, respond
+from .auth import VerifierUnavailable, authenticate, metadata_paths, targets
 from .event_store import MemoryEventStore
 from .handshake import HandshakeEndpoint
 from .security import (
@@ -99,7 +101,11 @@ class HttpApp:
         self.event_store = (
             (settings.event_store or MemoryEventStore()) if settings.resumable else None
         )
-        self.sessions = SessionTable(settings.max_sessions, settings.session_idle_seconds)
+        self.sessions = SessionTable(
+            settings.max_sessions,
+            settings.session_idle_seconds,
+            settings.auth.max_total_sessions if settings.auth is not None else None,
+        )
         self.stateless = StatelessEndpoint(self)
         self.handshake = HandshakeEndpoint(self)
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -107,6 +113,11 @@ class HttpApp:
         #: The task keeping the task group when no lifespan opened it (asyncio).
         self._background: Any = None
         self._endpoint = settings.path.rstrip("/")
+        auth = settings.auth
+        self._verifies = auth is not None or settings.verify_token is not None
+        self._metadata_paths = (
+            metadata_paths(auth.resource) if auth is not None else frozenset[str]()
+        )
         #: The (Host, Origin) and (Content-Type, Accept) pairs that passed their checks
         #: already: a client sends the same ones on every request (bounded).
         self._passed_hosts: set[tuple[str | None, str | None]] = set()
@@ -200,6 +211,9 @@ class HttpApp:
         out: the client went away."""
         path = route_path(scope)
         if path.rstrip("/") != self._endpoint or not path:
+            if path in self._metadata_paths:
+                await self._metadata(scope, send)
+                return
             if self._legacy is None:
                 await respond(send, 404)
                 return
@@ -208,18 +222,29 @@ class HttpApp:
                     await respond(send, 404)
             except (ClientGone, OSError):
                 raise
+            except VerifierUnavailable as exc:
+                await refuse(send, _unavailable(exc))
             except Exception:
                 # The token verifier failed, or a bug: as on the endpoint itself.
                 logger.exception("the HTTP app failed on %s %s", scope["method"], path)
                 await internal_error(send)
             return
         headers = header_map(scope)
+        principal: Principal | None = None
         try:
             # Without a token to verify, the checks need no coroutine.
-            if self.settings.verify_token is None:
-                refusal = self._check_hosts(headers)
+            if self._verifies:
+                checked = await self._check(headers, scope)
+                if isinstance(checked, Principal):
+                    principal = checked
+                    refusal = None
+                else:
+                    refusal = checked
             else:
-                refusal = await self._check(headers)
+                refusal = self._check_hosts(headers)
+        except VerifierUnavailable as exc:
+            await refuse(send, _unavailable(exc))
+            return
         except Exception:
             # The application's token verifier failed: nothing is known of the request.
             logger.exception("the HTTP app's checks failed on %s", path)
@@ -228,7 +253,17 @@ class HttpApp:
         if refusal is not None:
             await refuse(send, refusal)
             return
-        method = scope["method"]
+        if principal is None:
+            await self._serve(scope["method"], path, headers, receive, send)
+            return
+        # The request's work (and the tasks it starts: a new session's) is the
+        # principal's: handlers see it, sessions are bound to it.
+        with principal_scope(principal):
+            await self._serve(scope["method"], path, headers, receive, send)
+
+    async def _serve(
+        self, method: str, path: str, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
         try:
             if method == "POST":
                 await self._post(headers, receive, send)
@@ -245,11 +280,37 @@ class HttpApp:
             logger.exception("the HTTP app failed on %s %s", method, path)
             await internal_error(send)
 
-    async def _check(self, headers: dict[str, str]) -> Refusal | None:
-        """The checks every request passes first: ``Host``, ``Origin``, the bearer token."""
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """The Protected Resource Metadata (RFC 9728): public, for any origin."""
+        auth = self.settings.auth
+        assert auth is not None
+        refusal = check_host(header_map(scope), self.settings)
+        if refusal is not None:
+            await refuse(send, refusal)
+            return
+        cors = {"access-control-allow-origin": "*"}
+        if scope["method"] == "OPTIONS":
+            await respond(
+                send, 204, headers={**cors, "access-control-allow-methods": "GET, OPTIONS"}
+            )
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await respond(send, 405, headers={"allow": "GET, HEAD, OPTIONS"})
+            return
+        await respond(send, 200, auth.metadata_body(), content_type=JSON, headers=cors)
+
+    async def _check(self, headers: dict[str, str], scope: Scope) -> Refusal | Principal | None:
+        """The checks every request passes first: ``Host``, ``Origin``, the bearer token
+        (the principal it stands for when it is accepted)."""
         refusal = self._check_hosts(headers)
-        if refusal is not None or self.settings.verify_token is None:
+        if refusal is not None:
             return refusal
+        auth = self.settings.auth
+        if auth is not None:
+            query = scope.get("query_string", b"")
+            return await authenticate(headers, query if isinstance(query, bytes) else b"", auth)
+        if self.settings.verify_token is None:
+            return None
         return await check_token(headers, self.settings)
 
     def _check_hosts(self, headers: dict[str, str]) -> Refusal | None:
@@ -312,6 +373,11 @@ class HttpApp:
     ) -> None:
         """Answer a POST whose body was read: in the stateless era or a handshake era."""
         peek = BodyPeek(body)
+        if self.settings.auth is not None and self.server.scoped:
+            refusal = self._check_scopes(body, peek)
+            if refusal is not None:
+                await refuse(send, refusal)
+                return
         version = headers.get(VERSION_HEADER)
         # The body's _meta decides when it names a version (a version this server does
         # not know is then answered -32022, as the stateless era says).
@@ -324,6 +390,26 @@ class HttpApp:
             await self.stateless.post(headers, body, peek, receive, send)
             return
         await self.handshake.post(headers, body, peek, send)
+
+    def _check_scopes(self, body: bytes, peek: BodyPeek) -> Refusal | None:
+        """403 ``insufficient_scope`` for a request about an item whose scopes the
+        principal lacks (before any session sees it)."""
+        principal = current_principal.get()
+        auth = self.settings.auth
+        if principal is None or auth is None:
+            return None
+        needed: set[str] = set()
+        for method, name in targets(body, peek):
+            needed |= self.server.scopes_of(method, name)
+        if needed - principal.scopes:
+            return auth.insufficient(needed)
+        return None
+
+
+def _unavailable(exc: VerifierUnavailable) -> Refusal:
+    """503 for a verifier that cannot judge now (the reason is logged, not sent)."""
+    logger.warning("the token verifier cannot judge tokens now: %s", exc)
+    return Refusal(503, "Service Unavailable: tokens cannot be verified now", {"retry-after": "5"})
 
 
 def _client_went(exc: Exception) -> None:

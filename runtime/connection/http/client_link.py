@@ -45,6 +45,7 @@ from ..errors import ConnectionClosed, MessageTooLarge
 from ..scopes import Scopes
 from .decoding import ACCEPT_ENCODING, decoded_chunks
 from .library import library_of, timeout_of
+from .oauth_discovery import OAuthError
 from .sse_decoder import SseDecoder
 
 __all__ = [
@@ -552,6 +553,10 @@ class ClientLink:
                     post.note = f"the answer of {exc.size}+ bytes is over the limit of {self.limit}"
                 except BodyStalled as exc:
                     post.note = f"the answer's body stalled: nothing came for {exc.idle:g} s"
+                except OAuthError as exc:
+                    # The OAuth client (the auth given) could not get a token: its
+                    # typed error says why, without a token in it.
+                    post.note = f"authorization failed: {type(exc).__name__}: {exc}"
                 except Exception as exc:  # a bug here must not end every other request
                     logger.exception("reading the answer to %s failed", post.method)
                     post.note = f"the answer could not be read: {type(exc).__name__}"

@@ -27,6 +27,7 @@ from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from ..errors import RequestError
 from ..peer import HandedBack
+from ..principal import current_principal
 from .asgi import Send, respond, start_response
 from .routing import Channel, ChannelTerms, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
@@ -109,7 +110,7 @@ class HandshakeEndpoint:
             if not initialize:
                 return bad_request(send, "Bad Request: Missing session ID", code=-32000)
             return self._initialize(body, send)
-        session = self.app.sessions.get(session_id)
+        session = self.app.sessions.get(session_id, _owner())
         if session is None:
             return self._session_not_found(session_id, send)
         if initialize:
@@ -120,9 +121,10 @@ class HandshakeEndpoint:
         return self._feed_session(session, body, send, {}, not peek.batch, carried)
 
     async def _session_not_found(self, session_id: str, send: Send) -> None:
-        """404 for a session id not kept (one kept but idle past the limit ends now)."""
+        """404 for a session id not kept, or another principal's (one kept but idle
+        past the limit ends now)."""
         expired = self.app.sessions.expired(session_id)
-        if expired is not None:
+        if expired is not None and expired.owner == _owner():
             self.app.sessions.remove(session_id)
             await expired.end()
         await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
@@ -250,11 +252,17 @@ class HandshakeEndpoint:
                         await session.end()
 
     async def _initialize(self, body: bytes, send: Send) -> None:
+        owner = _owner()
+        if not self.app.sessions.has_room(owner):
+            # Full of other principals' sessions, none idle: none of them is ended.
+            await refuse(send, Refusal(503, "Service Unavailable: too many sessions"))
+            return
         session_id = new_id()
         session = HandshakeSession(
             session_id,
             queue_limit=self.app.settings.max_queued_messages,
             event_store=self.app.event_store,
+            owner=owner,
         )
         task_group = await self.app.tasks()
         await task_group.start(self._run_session, session)
@@ -338,7 +346,7 @@ class HandshakeEndpoint:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             return None, Refusal(400, "Bad Request: Missing session ID")
-        session = self.app.sessions.get(session_id)
+        session = self.app.sessions.get(session_id, _owner())
         if session is None:
             return None, Refusal(404, "Session not found")
         return session, None
@@ -470,6 +478,12 @@ class HandshakeEndpoint:
         self.app.sessions.remove(session.id)
         await session.end()
         await respond(send, 200, b"")
+
+
+def _owner() -> str | None:
+    """The key of the principal of the request being served (``None``: no principal)."""
+    principal = current_principal.get()
+    return None if principal is None else principal.key
 
 
 def _prime(session: Any, revision: str, *, initialized: bool) -> None:

@@ -23,6 +23,7 @@ import anyio
 
 from ..changes import DROP_GRACE
 from ..errors import ConnectionClosed
+from ..principal import Principal, current_principal, principal_scope
 from .asgi import (
     BodyRefused,
     Receive,
@@ -63,6 +64,8 @@ class LegacyStream:
         self._arrived = anyio.Event()
         self._closed = False
         self._lock = anyio.Lock()
+        #: The key of the principal that opened the connection (``None``: none).
+        self.owner: str | None = None
 
     def deliver(self, data: bytes) -> bool:
         """Take one POSTed message; ``False`` when the connection is closed or its
@@ -121,7 +124,9 @@ class LegacySse:
         if path not in (settings.sse_path, settings.messages_path):
             return False
         headers = header_map(scope)
-        refusal = await self.app._check(headers)
+        checked = await self.app._check(headers, scope)
+        principal = checked if isinstance(checked, Principal) else None
+        refusal = None if isinstance(checked, Principal) else checked
         if refusal is None and path == settings.sse_path and scope["method"] != "GET":
             refusal = Refusal(405, "Method Not Allowed", {"allow": "GET"})
         if refusal is None and path == settings.messages_path and scope["method"] != "POST":
@@ -129,10 +134,13 @@ class LegacySse:
         if refusal is not None:
             await respond(send, refusal.status, headers=dict(refusal.headers))
             return True
-        if path == settings.sse_path:
-            await self._open(scope, headers, receive, send)
-        else:
-            await self._message(scope, headers, receive, send)
+        # The connection (and its handlers) is the principal's; a message for it from
+        # another principal is refused as if the connection did not exist.
+        with principal_scope(principal):
+            if path == settings.sse_path:
+                await self._open(scope, headers, receive, send)
+            else:
+                await self._message(scope, headers, receive, send)
         return True
 
     async def _open(
@@ -147,6 +155,7 @@ class LegacySse:
             return
         session_id = new_id()
         stream = LegacyStream(send, self.app.settings.keepalive_seconds)
+        stream.owner = _owner()
         self._streams[session_id] = stream
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.app.settings.messages_path}?session_id={session_id}"
@@ -200,7 +209,7 @@ class LegacySse:
             return
         session_id = _query_value(scope, "session_id")
         stream = self._streams.get(session_id or "")
-        if stream is None:
+        if stream is None or stream.owner != _owner():
             await respond(send, 404 if session_id else 400)
             return
         try:
@@ -212,6 +221,12 @@ class LegacySse:
             await respond(send, exc.status, headers={"connection": "close"})
             return
         await respond(send, 202 if stream.deliver(body) else 503)
+
+
+def _owner() -> str | None:
+    """The key of the principal of the request being served (``None``: no principal)."""
+    principal = current_principal.get()
+    return None if principal is None else principal.key
 
 
 def _query_value(scope: Scope, name: str) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from mcpspec.runtime.errors import show
 
+from ..principal import Principal
 from .settings import LOOPBACK_HOSTS, HttpSettings
 
 __all__ = [
@@ -91,9 +92,13 @@ def check_origin(headers: Mapping[str, str], settings: HttpSettings) -> Refusal 
     return Refusal(403, "Invalid Origin header")
 
 
-async def check_token(headers: Mapping[str, str], settings: HttpSettings) -> Refusal | None:
+async def check_token(
+    headers: Mapping[str, str], settings: HttpSettings
+) -> Refusal | Principal | None:
     """With a verifier, ``Authorization: Bearer <token>`` must carry a token it
-    accepts; else 401 with a ``WWW-Authenticate`` challenge (RFC 6750)."""
+    accepts; else 401 with a ``WWW-Authenticate`` challenge (RFC 6750). A token it
+    accepts is the :class:`Principal` it returned, or one standing for the token (its
+    sessions are its own); ``None`` without a verifier."""
     verify = settings.verify_token
     if verify is None:
         return None
@@ -114,7 +119,7 @@ async def check_token(headers: Mapping[str, str], settings: HttpSettings) -> Ref
             "Invalid bearer token",
             {"www-authenticate": f'{challenge}, error="invalid_token"'},
         )
-    return None
+    return granted if isinstance(granted, Principal) else Principal.of_token(token)
 
 
 def _media_ranges(value: str) -> dict[str, float]:

@@ -47,8 +47,11 @@ class HandshakeSession:
         *,
         queue_limit: int,
         event_store: EventStore | None,
+        owner: str | None = None,
     ) -> None:
         self.id = session_id
+        #: The key of the principal that made the session (``None``: no principal).
+        self.owner = owner
         self.last_active = time.monotonic()
         self.stream = PostStream(self.to_standalone)
         #: Set by the app once the connection is made.
@@ -147,12 +150,23 @@ class HandshakeSession:
 
 
 class SessionTable:
-    """The sessions of one app, in order of last activity."""
+    """The sessions of one app, in order of last activity.
 
-    def __init__(self, max_sessions: int, idle_seconds: float) -> None:
+    Each session belongs to the principal that made it (its ``owner``, ``None`` without
+    authorization): ``max_sessions`` counts per owner, and a new session ends the least
+    recently active one of its own owner only, never another's. ``max_total`` bounds
+    them all: past it, a new session needs an idle one to end (:meth:`has_room`).
+    """
+
+    def __init__(
+        self, max_sessions: int, idle_seconds: float, max_total: int | None = None
+    ) -> None:
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
+        self.max_total = max_total if max_total is not None else max_sessions
         self._sessions: collections.OrderedDict[str, HandshakeSession] = collections.OrderedDict()
+        #: How many sessions each owner has.
+        self._owned: collections.Counter[str | None] = collections.Counter()
         #: Ids once minted, kept only as a count: they are never reused since
         #: they are random; this is for tests and metrics.
         self.minted = 0
@@ -160,10 +174,11 @@ class SessionTable:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def get(self, session_id: str) -> HandshakeSession | None:
-        """The live session of that id (its activity now), else ``None``."""
+    def get(self, session_id: str, owner: str | None = None) -> HandshakeSession | None:
+        """The live session of that id owned by ``owner`` (its activity now), else
+        ``None``: another principal's session is as unknown as one never made."""
         session = self._sessions.get(session_id)
-        if session is None:
+        if session is None or session.owner != owner:
             return None
         now = time.monotonic()
         if session.ended.is_set() or self._idle(session, now):
@@ -172,24 +187,49 @@ class SessionTable:
         self._sessions.move_to_end(session_id)
         return session
 
+    def owned(self, owner: str | None) -> int:
+        """How many sessions ``owner`` has."""
+        return self._owned[owner]
+
+    def has_room(self, owner: str | None) -> bool:
+        """Whether a new session of ``owner`` can be kept: below the total, or by
+        ending one of its own, or an idle one."""
+        if len(self._sessions) < self.max_total or self._owned[owner] >= self.max_sessions:
+            return True
+        oldest = next(iter(self._sessions.values()), None)
+        return oldest is not None and self._idle(oldest, time.monotonic())
+
     def add(self, session: HandshakeSession) -> list[HandshakeSession]:
-        """Keep ``session``; return the sessions to end to make room (idle or least
-        recently active)."""
+        """Keep ``session``; return the sessions to end to make room (idle ones, or the
+        least recently active of its own owner)."""
         evicted: list[HandshakeSession] = []
         now = time.monotonic()
         while self._sessions:
             oldest = next(iter(self._sessions.values()))
-            if len(self._sessions) < self.max_sessions and not self._idle(oldest, now):
+            if not self._idle(oldest, now):
                 break
-            self._sessions.popitem(last=False)
-            evicted.append(oldest)
+            evicted.append(self._pop(oldest.id))
+        owner = session.owner
+        while self._owned[owner] >= self.max_sessions:
+            own = next(s for s in self._sessions.values() if s.owner == owner)
+            evicted.append(self._pop(own.id))
         self._sessions[session.id] = session
+        self._owned[owner] += 1
         self.minted += 1
         return evicted
 
+    def _pop(self, session_id: str) -> HandshakeSession:
+        session = self._sessions.pop(session_id)
+        self._owned[session.owner] -= 1
+        if not self._owned[session.owner]:
+            del self._owned[session.owner]
+        return session
+
     def remove(self, session_id: str) -> HandshakeSession | None:
         """Forget a session (it ended)."""
-        return self._sessions.pop(session_id, None)
+        if session_id not in self._sessions:
+            return None
+        return self._pop(session_id)
 
     def expired(self, session_id: str) -> HandshakeSession | None:
         """The session of that id if it is kept but idle past the limit (to end)."""

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .event_store import EventStore
+
+if TYPE_CHECKING:
+    from .auth import AuthSettings
 
 __all__ = ["LOOPBACK_HOSTS", "HttpSettings", "TokenVerifier"]
 
@@ -69,6 +72,9 @@ class HttpSettings:
       ``verify_token``: when given, every request needs ``Authorization: Bearer
       <token>`` that it accepts (401 with ``WWW-Authenticate`` otherwise);
       ``resource_metadata`` is the URL of the protected resource metadata named there.
+      ``auth``: the endpoint as an OAuth 2.1 resource server (:class:`~.auth.AuthSettings`:
+      its metadata served, tokens verified into a principal, sessions bound to it,
+      ``max_sessions`` then counted per principal); it replaces ``verify_token``.
       ``max_body_bytes``: a larger body is refused with 413 before it is read whole
       (``None``: the server's ``limits.max_message_bytes``). ``max_bytes_in_flight``:
       the most bytes of POST bodies the app holds at once, over all clients (a request
@@ -114,6 +120,7 @@ class HttpSettings:
     max_queued_messages: int = 1024
     stall_seconds: float = 30.0
     max_bytes_in_flight: int = 64 * 1024 * 1024
+    auth: AuthSettings | None = None
 
     def __post_init__(self) -> None:
         for name in ("path", "sse_path", "messages_path"):
@@ -129,6 +136,10 @@ class HttpSettings:
             raise ValueError(
                 "keepalive_seconds, session_idle_seconds and stall_seconds must be positive"
             )
+        if self.auth is not None and (
+            self.verify_token is not None or self.resource_metadata is not None
+        ):
+            raise ValueError("auth replaces verify_token and resource_metadata: give one")
         for name in ("allowed_hosts", "allowed_origins"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, frozenset):

@@ -1,0 +1,519 @@
+"""An OAuth 2.1 client for protected MCP servers: :class:`OAuth`, an ``httpx.Auth``.
+
+``Client.http(url, auth=OAuth(...))`` reaches a server that answers 401: the client
+discovers how to authorize (``WWW-Authenticate`` → Protected Resource Metadata →
+authorization server metadata, :mod:`.oauth_discovery`), obtains a client identity
+(pre-registered, a Client ID Metadata Document, or Dynamic Client Registration as the
+fallback), gets a token (authorization code with PKCE S256 through a
+:class:`~.oauth_redirect.RedirectHandler`, or ``client_credentials`` for a machine
+client, authenticated by secret or ``private_key_jwt``), always naming the server as
+the token's ``resource`` (RFC 8707), and sends the request again. It refreshes tokens
+before they end, and on a 403 ``insufficient_scope`` asks once more with the union of
+the scopes held and asked (once per request).
+
+What an authorization server sends is not trusted: every fetch is bounded in time,
+size and redirects and must be HTTPS (but to loopback), metadata of another issuer is
+refused, the redirect's ``state`` and ``iss`` (RFC 9207) are checked, and a token
+response that is not one is a :class:`TokenResponseError`. Tokens are kept in a
+:class:`~.oauth_store.TokenStore` and never appear in an error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+import urllib.parse
+import uuid
+from collections.abc import AsyncGenerator, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import anyio
+import httpx
+
+from .bounded_fetch import FetchError, fetch_json, is_loopback
+from .oauth_discovery import (
+    AuthorizationServer,
+    Challenge,
+    DiscoveryError,
+    OAuthError,
+    canonical_resource,
+    discover_authorization_server,
+    discover_resource,
+    parse_challenge,
+)
+from .oauth_redirect import RedirectHandler
+from .oauth_store import MemoryTokenStore, TokenStore
+
+__all__ = [
+    "AuthorizationFailed",
+    "DiscoveryError",
+    "OAuth",
+    "OAuthError",
+    "PrivateKeyJwt",
+    "TokenResponseError",
+]
+
+#: The most bytes of a token or registration answer read.
+MAX_ANSWER_BYTES: Final = 256 * 1024
+#: A token this close to its end is refreshed before it is sent.
+EXPIRY_MARGIN: Final = 30.0
+_ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+class AuthorizationFailed(OAuthError):
+    """The authorization step failed: the user or server refused (``error``), or the
+    redirect's ``state`` or ``iss`` was not the one expected."""
+
+
+class TokenResponseError(OAuthError):
+    """The token (or registration) endpoint answered an error or something that is not
+    a token response; ``error`` is the OAuth error code when one came."""
+
+    def __init__(self, message: str, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class PrivateKeyJwt:
+    """A machine client's key for ``private_key_jwt`` (RFC 7523): a private key (PEM or
+    a ``cryptography`` key), its algorithm and key id."""
+
+    key: Any
+    algorithm: str = "RS256"
+    kid: str | None = None
+
+
+class OAuth(httpx.Auth):
+    """OAuth 2.1 for ``Client.http`` (see the module).
+
+    Client identity: ``client_id`` (and ``client_secret`` or ``private_key_jwt``) when
+    pre-registered; else ``client_metadata_url``, the URL of a Client ID Metadata
+    Document, when the server supports those; else Dynamic Client Registration, with
+    ``client_name``. ``grant``: ``"authorization_code"`` (needs ``redirect``) or
+    ``"client_credentials"``. ``scopes``: those to ask for (default: what the server's
+    challenge, else its metadata, names). ``store`` keeps tokens and registrations
+    (in memory by default). ``http``: the client to reach authorization servers with;
+    ``timeout`` bounds each exchange with them.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        private_key_jwt: PrivateKeyJwt | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "mcpspec client",
+        redirect: RedirectHandler | None = None,
+        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        scopes: Iterable[str] | None = None,
+        store: TokenStore | None = None,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        if grant == "authorization_code" and redirect is None:
+            raise ValueError("the authorization_code grant needs a redirect handler")
+        if grant not in ("authorization_code", "client_credentials"):
+            raise ValueError(f"unknown grant {grant!r}")
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.private_key_jwt = private_key_jwt
+        self.client_metadata_url = client_metadata_url
+        self.client_name = client_name
+        self.redirect = redirect
+        self.grant = grant
+        self.scopes = tuple(scopes) if scopes is not None else None
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self._http = http
+        self.timeout = timeout
+        self._lock = anyio.Lock()
+
+    # -- the flow of each request --------------------------------------------------------------
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        key = canonical_resource(str(request.url))
+        async with self._lock:
+            sent = await self._usable_token(key)
+        if sent is not None:
+            request.headers["authorization"] = f"Bearer {sent}"
+        response = yield request
+        if response.status_code == 401:
+            challenge = parse_challenge(response.headers.get("www-authenticate"))
+            async with self._lock:
+                token = await self._token_after_refusal(key, request, challenge, sent, None)
+            request.headers["authorization"] = f"Bearer {token}"
+            sent = token
+            response = yield request
+        if response.status_code == 403:
+            challenge = parse_challenge(response.headers.get("www-authenticate"))
+            if challenge.error == "insufficient_scope":
+                # Step up once: the scopes held and those asked for.
+                async with self._lock:
+                    held = await self._held_scopes(key)
+                    wanted = held | set((challenge.scope or "").split())
+                    token = await self._token_after_refusal(key, request, challenge, sent, wanted)
+                request.headers["authorization"] = f"Bearer {token}"
+                yield request
+
+    async def _usable_token(self, key: str) -> str | None:
+        """The access token kept for ``key``, refreshed first when it is about to end."""
+        kept = await self.store.load(key) or {}
+        tokens = kept.get("tokens")
+        if not isinstance(tokens, dict) or not isinstance(tokens.get("access_token"), str):
+            return None
+        expires = tokens.get("expires_at")
+        if isinstance(expires, (int, float)) and expires - EXPIRY_MARGIN < time.time():
+            return await self._refresh(key, kept)
+        access: str = tokens["access_token"]
+        return access
+
+    async def _held_scopes(self, key: str) -> set[str]:
+        kept = await self.store.load(key) or {}
+        tokens = kept.get("tokens")
+        scope = tokens.get("scope") if isinstance(tokens, dict) else None
+        return set(scope.split()) if isinstance(scope, str) else set()
+
+    async def _token_after_refusal(
+        self,
+        key: str,
+        request: httpx.Request,
+        challenge: Challenge,
+        sent: str | None,
+        scopes: set[str] | None,
+    ) -> str:
+        """A token to send again after a 401 (``scopes`` ``None``) or 403: another
+        request's new token when there is one, else a refreshed one (on a 401), else a
+        new authorization."""
+        kept = await self.store.load(key) or {}
+        tokens = kept.get("tokens")
+        current = tokens.get("access_token") if isinstance(tokens, dict) else None
+        if isinstance(current, str) and current != sent and scopes is None:
+            return current  # authorized meanwhile by a request beside this one
+        if scopes is None and current is not None and challenge.error != "invalid_token":
+            refreshed = await self._refresh(key, kept)
+            if refreshed is not None and refreshed != sent:
+                return refreshed
+        return await self._authorize(key, str(request.url), challenge, scopes)
+
+    # -- authorization -----------------------------------------------------------------------
+
+    async def _authorize(
+        self, key: str, server_url: str, challenge: Challenge, scopes: set[str] | None
+    ) -> str:
+        client = self._http or httpx.AsyncClient()
+        try:
+            resource_meta = await discover_resource(
+                client, server_url, challenge, timeout=self.timeout
+            )
+            issuer = resource_meta.authorization_servers[0]
+            server = await discover_authorization_server(
+                client, issuer, timeout=self.timeout, legacy=resource_meta.resource is None
+            )
+            resource = resource_meta.resource or canonical_resource(server_url)
+            if scopes:
+                scope: str | None = " ".join(sorted(scopes))
+            elif self.scopes is not None:
+                scope = " ".join(self.scopes) or None
+            else:
+                scope = challenge.scope or " ".join(resource_meta.scopes_supported) or None
+            kept = await self.store.load(key) or {}
+            identity = await self._identity(client, server, kept)
+            if self.grant == "client_credentials":
+                form = {"grant_type": "client_credentials", "resource": resource}
+                if scope:
+                    form["scope"] = scope
+            else:
+                form = await self._authorization_code(server, identity, scope, resource)
+            tokens = await self._token_request(client, server, identity, form)
+        finally:
+            if self._http is None:
+                await client.aclose()
+        if scope and "scope" not in tokens:
+            tokens["scope"] = scope
+        await self.store.save(
+            key,
+            {
+                "tokens": tokens,
+                "client": identity,
+                "issuer": server.issuer,
+                "token_endpoint": server.token_endpoint,
+                "resource": resource,
+                "auth_methods": server.document.get("token_endpoint_auth_methods_supported"),
+            },
+        )
+        access: str = tokens["access_token"]
+        return access
+
+    async def _identity(
+        self, client: httpx.AsyncClient, server: AuthorizationServer, kept: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Who this client is to ``server``: pre-registered, a metadata document's URL,
+        one registered earlier with it, or one registered now (RFC 7591)."""
+        if self.client_id is not None:
+            identity: dict[str, Any] = {"client_id": self.client_id}
+            if self.client_secret is not None:
+                identity["client_secret"] = self.client_secret
+            return identity
+        if (
+            self.client_metadata_url is not None
+            and server.document.get("client_id_metadata_document_supported") is True
+        ):
+            return {"client_id": self.client_metadata_url}
+        registered = kept.get("client")
+        if (
+            isinstance(registered, dict)
+            and kept.get("issuer") == server.issuer
+            and isinstance(registered.get("client_id"), str)
+        ):
+            return registered
+        if server.registration_endpoint is None:
+            raise DiscoveryError(
+                "the authorization server takes no registration, and no client_id "
+                "(or client metadata document it supports) was given"
+            )
+        return await self._register(client, server)
+
+    async def _register(
+        self, client: httpx.AsyncClient, server: AuthorizationServer
+    ) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "client_name": self.client_name,
+            "token_endpoint_auth_method": "none",
+            "application_type": "web",
+        }
+        if self.grant == "client_credentials":
+            metadata.update(
+                grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+            )
+        else:
+            assert self.redirect is not None
+            redirect_uri = self.redirect.redirect_uri
+            metadata.update(
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                redirect_uris=[redirect_uri],
+                # OpenID registration: a loopback redirect is a native application's.
+                application_type="native"
+                if is_loopback(urllib.parse.urlsplit(redirect_uri).hostname or "")
+                else "web",
+            )
+        assert server.registration_endpoint is not None
+        try:
+            answer = await fetch_json(
+                client,
+                server.registration_endpoint,
+                method="POST",
+                json=metadata,
+                timeout=self.timeout,
+                max_bytes=MAX_ANSWER_BYTES,
+                ok=(200, 201),
+                accept_errors=True,
+            )
+        except FetchError as exc:
+            raise TokenResponseError(
+                f"client registration failed: {exc}", _error_code(exc.body)
+            ) from None
+        if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
+            raise TokenResponseError("the registration answer has no client_id")
+        identity = {"client_id": answer["client_id"]}
+        if isinstance(answer.get("client_secret"), str):
+            identity["client_secret"] = answer["client_secret"]
+        return identity
+
+    async def _authorization_code(
+        self,
+        server: AuthorizationServer,
+        identity: dict[str, Any],
+        scope: str | None,
+        resource: str,
+    ) -> dict[str, str]:
+        """The user authorizes (through the redirect handler); the token request's form."""
+        assert self.redirect is not None
+        if server.authorization_endpoint is None:
+            raise DiscoveryError("the authorization server names no authorization_endpoint")
+        if not server.supports("code_challenge_methods_supported", "S256"):
+            # MCP: without PKCE S256 advertised, a client must not go on.
+            raise DiscoveryError("the authorization server does not advertise PKCE S256")
+        verifier = secrets.token_urlsafe(64)
+        challenge = (
+            base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+            .decode()
+            .rstrip("=")
+        )
+        state = secrets.token_urlsafe(32)
+        redirect_uri = self.redirect.redirect_uri
+        params = {
+            "response_type": "code",
+            "client_id": identity["client_id"],
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": resource,
+        }
+        if scope:
+            params["scope"] = scope
+        endpoint = server.authorization_endpoint
+        url = endpoint + ("&" if "?" in endpoint else "?") + urllib.parse.urlencode(params)
+        answer = await self.redirect(url)
+        if answer.get("state") != state:
+            raise AuthorizationFailed("the redirect's state is not the one sent")
+        issuer = answer.get("iss")
+        if issuer is not None and issuer != server.issuer:
+            raise AuthorizationFailed("the redirect's iss names another authorization server")
+        if issuer is None and server.document.get("authorization_response_iss_parameter_supported"):
+            raise AuthorizationFailed("the redirect lacks the iss its server promises")
+        if "error" in answer:
+            raise AuthorizationFailed(f"authorization refused: {str(answer['error'])[:100]}")
+        code = answer.get("code")
+        if not isinstance(code, str) or not code:
+            raise AuthorizationFailed("the redirect carries no code")
+        return {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+            "resource": resource,
+        }
+
+    async def _refresh(self, key: str, kept: dict[str, Any]) -> str | None:
+        """A new access token from the kept refresh token (``None``: none, or refused)."""
+        tokens = kept.get("tokens")
+        refresh = tokens.get("refresh_token") if isinstance(tokens, dict) else None
+        endpoint = kept.get("token_endpoint")
+        identity = kept.get("client")
+        if not (
+            isinstance(refresh, str) and isinstance(endpoint, str) and isinstance(identity, dict)
+        ):
+            return None
+        server = AuthorizationServer(
+            issuer=str(kept.get("issuer")),
+            authorization_endpoint=None,
+            token_endpoint=endpoint,
+            document={"token_endpoint_auth_methods_supported": kept.get("auth_methods")},
+        )
+        form = {"grant_type": "refresh_token", "refresh_token": refresh}
+        if isinstance(kept.get("resource"), str):
+            form["resource"] = kept["resource"]
+        client = self._http or httpx.AsyncClient()
+        try:
+            fresh = await self._token_request(client, server, identity, form)
+        except OAuthError:
+            return None
+        finally:
+            if self._http is None:
+                await client.aclose()
+        fresh.setdefault("refresh_token", refresh)
+        if "scope" not in fresh and isinstance(tokens, dict) and "scope" in tokens:
+            fresh["scope"] = tokens["scope"]
+        await self.store.save(key, {**kept, "tokens": fresh})
+        access: str = fresh["access_token"]
+        return access
+
+    async def _token_request(
+        self,
+        client: httpx.AsyncClient,
+        server: AuthorizationServer,
+        identity: dict[str, Any],
+        form: dict[str, str],
+    ) -> dict[str, Any]:
+        """POST ``form`` to the token endpoint, the client authenticated as the server
+        takes it; the tokens, checked."""
+        form = dict(form)
+        auth: httpx.Auth | None = None
+        client_id = identity["client_id"]
+        secret = identity.get("client_secret")
+        listed = server.document.get("token_endpoint_auth_methods_supported")
+        methods: list[Any] = listed if isinstance(listed, list) else []
+        if self.private_key_jwt is not None:
+            form["client_id"] = client_id
+            form["client_assertion_type"] = _ASSERTION_TYPE
+            form["client_assertion"] = self._assertion(client_id, server)
+        elif isinstance(secret, str):
+            # client_secret_basic is the default (RFC 8414) unless only _post is listed.
+            if "client_secret_post" in methods and "client_secret_basic" not in methods:
+                form["client_id"] = client_id
+                form["client_secret"] = secret
+            else:
+                auth = httpx.BasicAuth(
+                    urllib.parse.quote(client_id, safe=""), urllib.parse.quote(secret, safe="")
+                )
+        else:
+            form["client_id"] = client_id
+        try:
+            answer = await fetch_json(
+                client,
+                server.token_endpoint,
+                method="POST",
+                data=form,
+                auth=auth,
+                timeout=self.timeout,
+                max_bytes=MAX_ANSWER_BYTES,
+                accept_errors=True,
+            )
+        except FetchError as exc:
+            code = _error_code(exc.body)
+            raise TokenResponseError(
+                f"the token request failed: {exc}" + (f" ({code})" if code else ""), code
+            ) from None
+        return _tokens_of(answer)
+
+    def _assertion(self, client_id: str, server: AuthorizationServer) -> str:
+        import jwt
+
+        assert self.private_key_jwt is not None
+        now = int(time.time())
+        claims = {
+            "iss": client_id,
+            "sub": client_id,
+            "aud": server.issuer,
+            "iat": now,
+            "exp": now + 300,
+            "jti": str(uuid.uuid4()),
+        }
+        headers = {"kid": self.private_key_jwt.kid} if self.private_key_jwt.kid else None
+        return jwt.encode(
+            claims,
+            self.private_key_jwt.key,
+            algorithm=self.private_key_jwt.algorithm,
+            headers=headers,
+        )
+
+
+def _error_code(body: Any) -> str | None:
+    """The OAuth ``error`` of an error answer (clipped), when it has one."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return error[:64] if isinstance(error, str) else None
+
+
+def _tokens_of(answer: Any) -> dict[str, Any]:
+    """The tokens of a token response (RFC 6749 §5.1), or :class:`TokenResponseError`."""
+    if not isinstance(answer, dict):
+        raise TokenResponseError("the token response is not a JSON object")
+    access = answer.get("access_token")
+    if not isinstance(access, str) or not access or len(access) > 64 * 1024:
+        raise TokenResponseError("the token response has no usable access_token")
+    token_type = answer.get("token_type")
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        raise TokenResponseError("the token response's token_type is not Bearer")
+    tokens: dict[str, Any] = {"access_token": access}
+    expires_in = answer.get("expires_in")
+    if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
+        if expires_in <= 0:
+            raise TokenResponseError("the token response's expires_in is not positive")
+        tokens["expires_at"] = time.time() + float(expires_in)
+    elif expires_in is not None:
+        raise TokenResponseError("the token response's expires_in is not a number")
+    refresh = answer.get("refresh_token")
+    if isinstance(refresh, str) and refresh:
+        tokens["refresh_token"] = refresh
+    scope = answer.get("scope")
+    if isinstance(scope, str):
+        tokens["scope"] = scope
+    return tokens

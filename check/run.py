@@ -32,6 +32,7 @@ from mcpspec.runtime.session.version_negotiation import is_stateless
 
 from . import probes
 from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
+from .errors import Unreachable
 from .findings import Finding, Outcome, Report, RevisionReport
 from .link import Target
 
@@ -69,14 +70,19 @@ async def check_server(target: Target, options: Options | None = None) -> Report
         raise ValueError(f"unknown revisions {unknown}; known: {list(mcpspec.REVISIONS)}")
     report = Report(target.description)
     start = time.perf_counter()
+    contacts: list[_Contact] = []
     for revision in options.revisions:
         section = RevisionReport(revision)
         report.revisions.append(section)
         _status(options, f"{revision}: connecting")
         if is_stateless(revision):
-            await _stateless(target, section, options)
+            contact = await _stateless(target, section, options)
         else:
-            await _handshake(target, section, options)
+            contact = await _handshake(target, section, options)
+        if contact.refused:
+            raise Unreachable(contact.refused)
+        contacts.append(contact)
+    _reached(target, contacts)
     spoken = [r.revision for r in report.revisions if r.accepted and not is_stateless(r.revision)]
     if spoken:
         section = RevisionReport("negotiation")
@@ -85,6 +91,37 @@ async def check_server(target: Target, options: Options | None = None) -> Report
     report.stderr = target.stderr
     report.seconds = time.perf_counter() - start
     return report
+
+
+@dataclass(frozen=True)
+class _Contact:
+    """What one revision's connection got from the server: messages, whether the
+    connection ended (and why), and a refusal that keeps the checker out (401)."""
+
+    seen: int
+    ended: str | None
+    refused: str | None = None
+
+
+def _contact(conv: Conversation) -> _Contact:
+    link = conv.link
+    reason = getattr(link, "closed_reason", "") or "the connection ended"
+    return _Contact(
+        conv.seen, reason if conv.closed else None, getattr(link, "access_refused", None)
+    )
+
+
+def _reached(target: Target, contacts: list[_Contact]) -> None:
+    """Raise :class:`Unreachable` when no connection got a single message and every one
+    ended: nothing listens, or the command exits at once. That is no protocol verdict."""
+    if not contacts or any(c.seen or c.ended is None for c in contacts):
+        return
+    why = f"could not reach the server {target.description}: {contacts[0].ended}"
+    # The same command ran once per revision: its words once.
+    lines = list(dict.fromkeys(line for line in target.stderr.splitlines() if line.strip()))
+    if lines:
+        why += "; its stderr ends with:\n" + "\n".join(f"  {line}" for line in lines[-5:])
+    raise Unreachable(why)
 
 
 def _status(options: Options, text: str, finding: Finding | None = None) -> None:
@@ -119,7 +156,9 @@ async def _steps(conv: Conversation, options: Options, steps: list[tuple[str, St
             conv.report.stopped = f"the connection ended before {name}"
             return
         _status(options, f"{conv.report.revision}: {name}")
+        conv.probe = name
         await step(conv)
+    conv.probe = ""
 
 
 def _common(options: Options) -> list[tuple[str, Step]]:
@@ -135,19 +174,21 @@ def _common(options: Options) -> list[tuple[str, Step]]:
     ]
 
 
-async def _handshake(target: Target, section: RevisionReport, options: Options) -> None:
+async def _handshake(target: Target, section: RevisionReport, options: Options) -> _Contact:
     async with target.connect(section) as link, _conversation(link, section, options) as conv:
         # Over HTTP a request before initialize has no session: the transport's session
         # rules (http.session) judge that instead.
         stdio = link.transport == "stdio"
         early = await conv.raw_later(probes.raw(conv, "early", "tools/list")) if stdio else None
         reply = await conv.start()
+        if getattr(link, "access_refused", None) is not None:
+            return _contact(conv)
         if not _negotiated(conv, reply):
             if options.lenient and not conv.closed:
                 # Go on with what needs no session: the raw probes.
                 await conv.raw_send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
                 await _steps(conv, options, _RAW_STEPS)
-            return
+            return _contact(conv)
         await conv.sync()
         if early is not None:
             _lifecycle(conv, early.reply)
@@ -155,6 +196,7 @@ async def _handshake(target: Target, section: RevisionReport, options: Options) 
         await _steps(conv, options, [("ping", probes.ping), *_common(options)])
         _clean_bills(conv)
     await _http(target, section, options)
+    return _contact(conv)
 
 
 #: The probes that need no session, for ``lenient`` past a failed negotiation.
@@ -208,25 +250,43 @@ def _outcome(reply: Reply) -> str:
     )
 
 
+#: The rule a request before ``initialize`` breaks: the client's, not the server's.
+CLIENT_BEFORE_INITIALIZE: Final = (
+    '"The client SHOULD NOT send requests other than pings before the server has '
+    'responded to the initialize request" (lifecycle, Initialization)'
+)
+
+
 def _lifecycle(conv: Conversation, early: Reply | None) -> None:
+    """The probe of a request before ``initialize``: the rule binds the client, and
+    nothing tells a server to refuse; only an answer that never comes is the server's
+    fault (every request is answered)."""
+    conv.probe = "a request before initialize"
     where = "tools/list before initialize"
     if early is None:
         conv.problem(
-            "protocol.lifecycle", where, "not answered: a request is answered, here refused"
+            "protocol.lifecycle",
+            where,
+            "the probe's tools/list before initialize was never answered: every request "
+            "gets a response (a result, or an error refusing it)",
         )
     elif early.kind == "error":
         conv.passed("protocol.lifecycle", early.where, "refused before initialize")
     else:
-        conv.problem(
+        conv.note(
             "protocol.lifecycle",
             early.where,
-            "served before initialize: only ping may come before the initialize exchange",
+            "probe: a request before initialize; the server answered it, which the "
+            f"specification allows: the rule binds the client, {CLIENT_BEFORE_INITIALIZE}",
         )
+    conv.probe = ""
 
 
-async def _stateless(target: Target, section: RevisionReport, options: Options) -> None:
+async def _stateless(target: Target, section: RevisionReport, options: Options) -> _Contact:
     async with target.connect(section) as link, _conversation(link, section, options) as conv:
         reply = await conv.start()
+        if getattr(link, "access_refused", None) is not None:
+            return _contact(conv)
         result = reply.value if reply.kind == "result" else None
         versions = getattr(result, "supported_versions", None) or ()
         if section.revision not in versions:
@@ -234,7 +294,7 @@ async def _stateless(target: Target, section: RevisionReport, options: Options) 
             section.stopped = f"server/discover: {_outcome(reply)}" + (
                 f" (supports {list(versions)})" if versions else ""
             )
-            return
+            return _contact(conv)
         section.accepted = True
         conv.passed(
             "protocol.negotiation", reply.where, f"server/discover lists {section.revision}"
@@ -243,6 +303,7 @@ async def _stateless(target: Target, section: RevisionReport, options: Options) 
         await _steps(conv, options, _common(options))
         _clean_bills(conv)
     await _http(target, section, options)
+    return _contact(conv)
 
 
 async def _unsupported_version(conv: Conversation) -> None:

@@ -111,6 +111,8 @@ class StdioLink:
         # Bounded by the reader: it waits for the conversation before reading on.
         self._send_lines, self._lines = anyio.create_memory_object_stream[Received | None](16)
         self._line = 0
+        #: Why the link gives no more messages, once it does not.
+        self.closed_reason = ""
 
     def _wire(self, where: str, why: str) -> None:
         self._report.add(broken("wire.message", where, why, self._report.revision))
@@ -175,6 +177,9 @@ class StdioLink:
                 self._wire(where, "the output ends without a newline after this message")
                 await self._send_lines.send(Received(bytes(buffer), where))
         finally:
+            self.closed_reason = "the server's output ended" + (
+                "" if self._line else " before it wrote anything"
+            )
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._send_lines.send(None)
 

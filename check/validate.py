@@ -750,7 +750,7 @@ def validate_file(path: str | Path) -> RevisionReport:
 def validate_files(paths: Iterable[str | Path]) -> Report:
     """Judge every file: one :class:`RevisionReport` each, in order."""
     paths = list(paths)
-    report = Report(", ".join(str(p) for p in paths))
+    report = Report(", ".join(str(p) for p in paths), command="validate")
     started = time.perf_counter()
     for path in paths:
         report.revisions.append(validate_file(path))

@@ -8,7 +8,9 @@
 Every revision (or each --revision) is tried on a fresh connection; the report shows,
 per revision, each check with its result, where and why. Exit status: 0 when nothing
 failed (warnings fail only with --strict-warnings), 1 when something did, 2 for a usage
-error. Tools are called only with --call-tools (they may have side effects).
+error or a server that could not be reached (nothing listens, the command exits at once,
+the server wants a token): never a protocol verdict. Tools are called only with
+--call-tools (they may have side effects).
 
 Needs the checker's dependencies: pip install 'mcpspec[check]'.
 """
@@ -123,9 +125,11 @@ def target_of(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     try:
         import anyio
+        import httpx  # noqa: F401  (the HTTP transport's)
+        import jsonschema  # noqa: F401  (imported when the first schema is checked)
 
         import mcpspec
-        from mcpspec.check.errors import CheckError
+        from mcpspec.check.errors import CheckError, Unreachable
         from mcpspec.check.report_text import Progress, write
         from mcpspec.check.run import Options, check_server
     except ImportError as exc:
@@ -150,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("mcpspec check: interrupted", file=sys.stderr)
         return 130
+    except Unreachable as exc:
+        print(f"mcpspec check: {exc}", file=sys.stderr)
+        return 2
     except (OSError, CheckError) as exc:
         print(f"mcpspec check: cannot run the server: {exc}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -207,11 +208,11 @@ def test_json_shape() -> None:
     ]
     assert (doc["format"], doc["version"], doc["target"]) == (
         "mcpspec-report",
-        1,
+        2,
         "python server.py",
     )
     assert doc["exit_status"] == 1 and doc["seconds"] == 1.5
-    assert doc["counts"] == {"passed": 3, "failed": 1, "warning": 2, "skipped": 1}
+    assert doc["counts"] == {"passed": 3, "failed": 1, "warning": 2, "skipped": 1, "note": 0}
     assert [r["revision"] for r in doc["revisions"]] == ["2025-11-25", "2024-11-05", "negotiation"]
     first = doc["revisions"][0]
     assert set(first) == {"revision", "source", "accepted", "stopped", "findings"}
@@ -222,6 +223,9 @@ def test_json_shape() -> None:
         "outcome": "failed",
         "where": "stdout line 7: $.result.tools[0].name",
         "why": "Expected `str`",
+        "probe": "",
+        "subject": "",
+        "count": 1,
     }
     assert first["findings"][2]["level"] == "SHOULD"
     assert doc["revisions"][1]["accepted"] is False
@@ -315,7 +319,7 @@ def test_junit_escapes_everything() -> None:
 def test_problems_past_the_cap_are_counted_in_one_finding() -> None:
     section = RevisionReport("2025-11-25")
     listed = [
-        section.add(broken("protocol.capabilities", f"stdout line {n}", "undeclared"))
+        section.add(broken("protocol.capabilities", f"stdout line {n}", f"undeclared {n}"))
         for n in range(MAX_PROBLEMS + 150)
     ]
     section.add(Finding("protocol.capabilities", Outcome.SKIPPED, "", "skipped stays"))
@@ -331,3 +335,33 @@ def test_problems_past_the_cap_are_counted_in_one_finding() -> None:
     assert [f.why for f in capped[MAX_PROBLEMS + 1 :]] == ["skipped stays"]
     assert section.problems(Outcome.FAILED)[-1].check == "protocol.ping"
     assert len(section.findings) == MAX_PROBLEMS + 3
+
+
+def test_one_rule_broken_for_one_cause_is_one_finding_counted() -> None:
+    """The same rule, the same cause: one finding (the first place), counted; another
+    cause, another probe or another subject is a finding of its own."""
+    section = RevisionReport("2025-11-25")
+    why = "notifications/message without the logging capability declared"
+    added = [section.add(broken("protocol.capabilities", f"stdout line {n}", why)) for n in (3, 9)]
+    added.append(section.add(broken("protocol.capabilities", "stdout line 12", "other")))
+    probe = replace(broken("protocol.capabilities", "stdout line 14", why), probe="surface")
+    added.append(section.add(probe))
+    assert added == [True, False, True, True]
+    first, other, probed = section.findings
+    assert (first.where, first.count) == ("stdout line 3", 2)
+    assert (other.count, probed.count, probed.probe) == (1, 1, "surface")
+
+
+def test_causes_gather_a_rule_over_revisions() -> None:
+    report = Report("t")
+    why = "notifications/message without the logging capability declared"
+    for revision in ("2025-11-25", "2025-06-18"):
+        section = RevisionReport(revision)
+        for n in range(3):
+            section.add(broken("protocol.capabilities", f"stdout line {n}", why, revision))
+        section.add(broken("protocol.lifecycle", "x", "late", revision))
+        report.revisions.append(section)
+    [capability, lifecycle] = report.causes()
+    assert capability.finding.why == why and capability.count == 6
+    assert capability.revisions == ["2025-11-25", "2025-06-18"]
+    assert lifecycle.finding.outcome is Outcome.WARNING and lifecycle.count == 2

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from mcpspec.check import CHECKS, Outcome, Report
-from mcpspec.check.errors import CheckError
+from mcpspec.check.errors import CheckError, Unreachable
 from mcpspec.check.rules import CHECK_OF_RULE
 from mcpspec.check.run import Options, check_server
 from mcpspec.check.stdio import StdioTarget
@@ -65,12 +65,41 @@ def test_a_blank_line_and_a_banner_are_wire_failures_naming_their_lines() -> Non
     )
 
 
-def test_a_server_that_exits_at_once_fails_negotiation_without_an_exception() -> None:
-    report = run(python("pass"), revisions=("2025-06-18",), timeout=2.0)
-    [revision] = report.revisions
-    assert revision.accepted is False
-    assert "the connection ended" in revision.stopped
-    assert [f.check for f in revision.findings if f.problem] == ["protocol.negotiation"]
+def test_a_server_that_exits_at_once_is_unreachable_not_a_protocol_verdict() -> None:
+    with pytest.raises(Unreachable, match=r"could not reach the server .*before it wrote"):
+        run(python("pass"), revisions=("2025-06-18",), timeout=2.0)
+
+
+def test_a_missing_script_exits_2_saying_the_server_could_not_be_reached(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "nonexistent.py")
+    assert main(["check", "--timeout", "2", "--", sys.executable, missing]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcpspec check: could not reach the server ")
+    assert "No such file or directory" in err  # its stderr, once
+    assert err.count("No such file or directory") == 1
+
+
+def test_a_server_that_dies_in_one_revision_only_is_a_protocol_verdict() -> None:
+    """Unreachable is for a server that answered nothing on any connection: one that
+    spoke in another revision broke the protocol where it went silent."""
+    code = (
+        _SERVER_HEAD
+        + r"""
+    if meth == "initialize" and p.get("protocolVersion") == "2025-06-18":
+        sys.exit(0)
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-03-26",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    else:
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+    )
+    report = run(python(code), revisions=("2025-06-18", "2025-03-26"), timeout=2.0)
+    first = report.revisions[0]
+    assert first.accepted is False and "the connection ended" in first.stopped
+    assert [f.check for f in first.findings if f.problem] == ["protocol.negotiation"]
 
 
 def test_a_command_that_cannot_be_started_is_a_check_error(tmp_path: Path) -> None:
@@ -102,8 +131,9 @@ def test_the_environment_and_working_directory_reach_the_server(tmp_path: Path) 
     )
     env = {**os.environ, "MCPSPEC_PROBE": "seen"}
     target = StdioTarget(sys.executable, ["-c", code], env=env, cwd=tmp_path)
-    report = run(target, revisions=("2025-11-25",), timeout=2.0)
-    assert report.stderr.startswith("seen ") and report.stderr.endswith(str(tmp_path))
+    with pytest.raises(Unreachable) as raised:
+        run(target, revisions=("2025-11-25",), timeout=2.0)
+    assert f"its stderr ends with:\n  seen {tmp_path}" in str(raised.value)
 
 
 def test_a_schema_failure_shows_the_value_found_at_its_path() -> None:
@@ -243,10 +273,12 @@ def test_a_flood_breaking_one_rule_is_counted_not_listed() -> None:
     report = run(python(_FLOOD_SERVER, str(flood)), revisions=("2025-06-18",), timeout=2.0)
     [revision] = [r for r in report.revisions if r.revision == "2025-06-18"]
     undeclared = [f for f in revision.findings if f.check == "protocol.capabilities"]
-    assert len(undeclared) == MAX_PROBLEMS + 1
-    assert all("notifications/message without the logging" in f.why for f in undeclared[:-1])
-    assert undeclared[-1].outcome is Outcome.FAILED
-    assert undeclared[-1].why.startswith("400 more failed findings of this check")
+    # One bug, one finding: counted, and the report does not grow.
+    assert len(undeclared) == 1 < MAX_PROBLEMS
+    [finding] = undeclared
+    assert finding.why == "notifications/message without the logging capability declared"
+    assert finding.outcome is Outcome.FAILED and finding.count == flood
+    assert finding.where == "stdout line 3: $.method"  # the first (line 2: initialize)
 
 
 #: A stdio server that answers initialize twice: first with an id that is an array.

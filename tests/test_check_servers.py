@@ -6,6 +6,7 @@ every revision, over stdio and HTTP.
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 from typing import Final
@@ -13,6 +14,7 @@ from typing import Final
 import anyio
 import pytest
 
+from mcpspec.check.errors import Unreachable
 from mcpspec.check.findings import Outcome, Report
 from mcpspec.check.http import HttpTarget
 from mcpspec.check.run import Options, check_server
@@ -43,7 +45,6 @@ DEFECTS: Final[dict[str, tuple[str, str, str]]] = {
     "invalid-input-schema": ("surface.json-schema", "failed", "$.tools[0].inputSchema"),
     "unknown-method-wrong-code": ("protocol.unknown-method", "failed", "stdout line"),
     "ping-broken": ("protocol.ping", "failed", "stdout line"),
-    "served-before-initialize": ("protocol.lifecycle", "warning", "stdout line 1"),
     "cancel-answered": ("protocol.cancellation", "warning", "stdout line"),
     "version-error-without-supported": ("protocol.negotiation", "failed", "stdout line"),
     "id-dropped-from-error": ("protocol.responses", "failed", "stdout line"),
@@ -55,6 +56,8 @@ DEFECTS: Final[dict[str, tuple[str, str, str]]] = {
     "http-notification-status": ("http.status", "failed", "POST"),
     "http-no-session-enforcement": ("http.session", "warning", "POST /mcp"),
     "http-wrong-content-type": ("http.headers", "failed", "POST"),
+    "http-origin-ignored": ("http.origin", "failed", "POST /mcp"),
+    "http-unknown-session-400": ("http.session", "warning", "POST /mcp"),
 }
 
 #: The revisions each defect is checked in (one that shows it; default 2025-06-18).
@@ -68,6 +71,7 @@ REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     "unasked-log": ("2026-07-28",),
     "invalid-params-wrong-code": ("2025-11-25",),
     "http-wrong-content-type": ("2026-07-28",),
+    "http-origin-ignored": ("2025-11-25",),
 }
 #: Defects that show only when tools are called.
 CALLING: Final = frozenset({"progress-not-increasing", "structured-content-mismatch"})
@@ -92,8 +96,31 @@ def _problems(report: Report) -> list[str]:
     ]
 
 
+#: Behaviours of the scripted server that are no defect: the probe that shows them is
+#: reported as a note, never held against the server.
+NOT_DEFECTS: Final = frozenset(
+    {"served-before-initialize", "http-token-required", "http-id-null-on-unknown-session"}
+)
+
+
 def test_every_defect_is_in_the_table() -> None:
-    assert set(DEFECTS) == DEFECT_NAMES
+    assert set(DEFECTS) | NOT_DEFECTS == DEFECT_NAMES
+
+
+def test_served_before_initialize_is_a_note_on_the_probe_not_a_problem() -> None:
+    """The lifecycle rule binds the client ("the client SHOULD NOT send requests other
+    than pings before the server has responded"): a server that serves the checker's
+    early tools/list breaks nothing, even with --strict-warnings."""
+    options = Options(revisions=("2025-06-18",), timeout=TIMEOUT)
+    report = anyio.run(_check, "served-before-initialize", options)
+    assert _problems(report) == []
+    assert report.exit_status(strict_warnings=True) == 0
+    [note] = [f for f in report.findings() if f.check == "protocol.lifecycle"]
+    assert note.outcome is Outcome.NOTE
+    assert note.where == "stdout line 1"
+    assert note.why.startswith("probe: a request before initialize; the server answered it")
+    assert "binds the client" in note.why and "SHOULD NOT send requests" in note.why
+    assert note.probe == "a request before initialize"
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
@@ -129,3 +156,79 @@ def test_baseline_is_clean_over_http() -> None:
     assert _problems(report) == []
     ran = {f.check for f in report.findings() if f.outcome is Outcome.PASSED}
     assert {"http.status", "http.headers", "http.session"} <= ran
+
+
+def test_a_foreign_origin_accepted_before_2025_11_25_breaks_the_validation_rule() -> None:
+    """2025-11-25 and 2026-07-28 name the answer (403); the earlier transports say only
+    that the Origin MUST be validated: a foreign Origin served breaks that."""
+    options = Options(revisions=("2026-07-28", "2025-11-25", "2025-06-18"), timeout=TIMEOUT)
+    report = anyio.run(_check_http, "http-origin-ignored", options)
+    origin = {f.revision: f for f in report.findings() if f.check == "http.origin"}
+    assert {r: f.outcome for r, f in origin.items()} == dict.fromkeys(
+        ("2026-07-28", "2025-11-25", "2025-06-18"), Outcome.FAILED
+    )
+    assert "MUST respond with HTTP 403 Forbidden" in origin["2025-11-25"].why
+    assert "Security & Endpoint 1" in origin["2026-07-28"].why
+    assert "MUST validate the Origin header" in origin["2025-06-18"].why
+    assert "was accepted (200)" in origin["2025-06-18"].why
+
+
+def test_the_baseline_refuses_a_foreign_origin_with_403() -> None:
+    options = Options(revisions=("2026-07-28", "2025-11-25"), timeout=TIMEOUT)
+    report = anyio.run(_check_http, None, options)
+    origin = [f for f in report.findings() if f.check == "http.origin"]
+    assert [(f.outcome, f.why) for f in origin] == [
+        (Outcome.PASSED, "server/discover with Origin: http://mcpspec-check.invalid got 403"),
+        (Outcome.PASSED, "initialize with Origin: http://mcpspec-check.invalid got 403"),
+    ]
+
+
+def test_a_never_minted_session_id_cites_the_rule_a_client_recovers_by() -> None:
+    options = Options(revisions=("2025-11-25",), timeout=TIMEOUT)
+    report = anyio.run(_check_http, "http-unknown-session-400", options)
+    [finding] = [f for f in report.findings() if f.problem]
+    assert "never minted was answered 400" in finding.why
+    assert "no rule names the status" in finding.why and "Session Management 4" in finding.why
+    assert "terminated session" in finding.why
+    # The 400's body is an error without id: a refusal, not a dropped id.
+    assert not any(f.check == "protocol.responses" and f.problem for f in report.findings())
+
+
+def test_an_accepted_answer_with_id_null_is_a_failure_in_the_http_probes_too() -> None:
+    options = Options(revisions=("2025-11-25",), timeout=TIMEOUT)
+    report = anyio.run(_check_http, "http-id-null-on-unknown-session", options)
+    problems = {(f.check, f.outcome) for f in report.findings() if f.problem}
+    assert problems == {
+        ("protocol.responses", Outcome.FAILED),
+        ("http.session", Outcome.WARNING),
+    }, _problems(report)
+    [dropped] = [f for f in report.findings() if f.check == "protocol.responses" and f.problem]
+    assert dropped.where == "POST /mcp (ping, HTTP 200)" and dropped.probe == "HTTP probes"
+
+
+def test_a_server_that_wants_a_token_is_unreachable_saying_pass_header() -> None:
+    async def check(headers: dict[str, str]) -> Report:
+        args = [SCRIPT, "--defect", "http-token-required"]
+        async with http_server(args) as url:
+            target = HttpTarget(url, headers=headers)
+            return await check_server(target, Options(("2025-11-25",), timeout=TIMEOUT))
+
+    with pytest.raises(Unreachable) as raised:
+        anyio.run(check, {})
+    message = str(raised.value)
+    assert message.startswith("initialize was answered HTTP 401 Unauthorized")
+    assert "(WWW-Authenticate: Bearer)" in message
+    assert "pass it with --header 'Authorization: Bearer TOKEN'" in message
+    with pytest.raises(Unreachable, match="refused the Authorization header"):
+        anyio.run(check, {"Authorization": "Bearer wrong"})
+    report = anyio.run(check, {"Authorization": "Bearer t"})
+    assert _problems(report) == []
+
+
+def test_nothing_listening_is_unreachable_not_a_protocol_verdict() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = HttpTarget(f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT)
+    with pytest.raises(Unreachable, match=r"could not reach the server .*cannot connect"):
+        anyio.run(check_server, target, Options(timeout=TIMEOUT))

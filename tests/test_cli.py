@@ -258,7 +258,11 @@ def test_unwritable_report_file_exits_2(
 # -- validate ----------------------------------------------------------------------------------
 
 
-def test_validate_exit_status_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_exit_status_and_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wide enough for the heading to name the file on one line, wherever the checkout is.
+    monkeypatch.setenv("COLUMNS", "4000")
     clean = TRANSCRIPTS_DIR / "2025-11-25" / "python-sdk.jsonl"
     defective = TRANSCRIPTS_DIR / "2024-11-05" / "everything.jsonl"
     assert main(["validate", str(clean)]) == 0
@@ -276,10 +280,13 @@ def test_validate_exit_status_and_files(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert status == 1
     out = capsys.readouterr().out
+    assert out.startswith("mcpspec validate: ")
     assert f"Revision 2024-11-05 ({defective})" in out
     doc = json.loads(json_path.read_text())
     assert [r["source"] for r in doc["revisions"]] == [str(clean), str(defective)]
-    assert doc["counts"]["failed"] == 3
+    assert doc["counts"]["failed"] == 2  # one finding, counted twice, for one cause
+    failed = [f for f in doc["revisions"][1]["findings"] if f["outcome"] == "failed"]
+    assert sorted(f["count"] for f in failed) == [1, 2]
     suites = ET.parse(junit_path).getroot().findall("testsuite")
     assert [s.attrib["failures"] for s in suites] == ["0", "1"]
 

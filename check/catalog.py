@@ -120,6 +120,12 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         "2026-07-28 subscription notifications name an open, acknowledged subscriptions/listen "
         "and only the types it asked for",
     ),
+    "protocol.tasks": CheckInfo(
+        _P,
+        _MUST,
+        'with --call-tools: a tool whose execution.taskSupport is "required", called '
+        "without a task, is answered -32601",
+    ),
     # http
     "http.status": CheckInfo(
         _H, _MUST, "HTTP statuses as the transport says (202 for notifications, 400/404/405 ...)"

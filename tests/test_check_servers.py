@@ -57,6 +57,7 @@ DEFECTS: Final[dict[str, tuple[str, str, str]]] = {
     "http-no-session-enforcement": ("http.session", "warning", "POST /mcp"),
     "http-wrong-content-type": ("http.headers", "failed", "POST"),
     "http-origin-ignored": ("http.origin", "failed", "POST /mcp"),
+    "task-required-served": ("protocol.tasks", "failed", "stdout line"),
     "http-unknown-session-400": ("http.session", "warning", "POST /mcp"),
 }
 
@@ -72,9 +73,12 @@ REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     "invalid-params-wrong-code": ("2025-11-25",),
     "http-wrong-content-type": ("2026-07-28",),
     "http-origin-ignored": ("2025-11-25",),
+    "task-required-served": ("2025-11-25",),
 }
 #: Defects that show only when tools are called.
-CALLING: Final = frozenset({"progress-not-increasing", "structured-content-mismatch"})
+CALLING: Final = frozenset(
+    {"progress-not-increasing", "structured-content-mismatch", "task-required-served"}
+)
 
 
 async def _check(defect: str | None, options: Options) -> Report:
@@ -99,7 +103,13 @@ def _problems(report: Report) -> list[str]:
 #: Behaviours of the scripted server that are no defect: the probe that shows them is
 #: reported as a note, never held against the server.
 NOT_DEFECTS: Final = frozenset(
-    {"served-before-initialize", "http-token-required", "http-id-null-on-unknown-session"}
+    {
+        "served-before-initialize",
+        "http-token-required",
+        "http-id-null-on-unknown-session",
+        "task-required-refused",
+        "tool-error",
+    }
 )
 
 
@@ -232,3 +242,45 @@ def test_nothing_listening_is_unreachable_not_a_protocol_verdict() -> None:
     target = HttpTarget(f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT)
     with pytest.raises(Unreachable, match=r"could not reach the server .*cannot connect"):
         anyio.run(check_server, target, Options(timeout=TIMEOUT))
+
+
+def _calls(defect: str | None, revision: str = "2025-11-25") -> Report:
+    options = Options(revisions=(revision,), call_tools=True, timeout=TIMEOUT)
+    return anyio.run(_check, defect, options)
+
+
+def test_a_task_required_tool_refused_without_a_task_passes() -> None:
+    report = _calls("task-required-refused")
+    assert _problems(report) == []
+    [tasks] = [f for f in report.findings() if f.check == "protocol.tasks"]
+    assert tasks.outcome is Outcome.PASSED and "tool 'add'" in tasks.why
+
+
+def test_a_task_required_tool_served_names_the_tool_and_the_rule() -> None:
+    report = _calls("task-required-served")
+    [tasks] = [f for f in report.findings() if f.problem]
+    assert tasks.subject == "tool 'add'" and tasks.probe == "surface"
+    assert "Servers MUST return a -32601" in tasks.why
+
+
+def _call_summary(report: Report) -> str:
+    [summary] = [
+        f for f in report.findings() if f.check == "surface.call" and f.outcome is Outcome.PASSED
+    ]
+    return summary.why
+
+
+def test_the_tool_call_summary_adds_up() -> None:
+    summary = _call_summary(_calls(None))
+    assert summary.startswith("3 tools: ")
+    numbers = [int(part.split()[0]) for part in summary.split(": ", 1)[1].split(", ")]
+    assert sum(numbers) == 3, summary
+    assert "task-required" not in _call_summary(_calls(None, "2025-06-18"))
+    refused = _call_summary(_calls("task-required-refused"))
+    assert "1 task-required (called without a task)" in refused
+
+
+def test_is_error_results_are_counted_as_tool_errors() -> None:
+    report = _calls("tool-error")
+    assert _problems(report) == []
+    assert _call_summary(report) == "3 tools: 3 tool errors (isError)"

@@ -16,7 +16,6 @@ elicitation) as a plain client would, so that a server is never stuck waiting on
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
@@ -46,10 +45,11 @@ from mcpspec.runtime.errors import clip, show
 
 from .errors import LinkClosed
 from .findings import Finding, Outcome, RevisionReport, broken
+from .json_path import NOWHERE, named_path, value_at
 from .link import Link, Received
 from .rules import CHECK_OF_RULE
 
-__all__ = ["Conversation", "Reply"]
+__all__ = ["Conversation", "Reply", "value_at"]
 
 #: How the checker introduces itself.
 CLIENT_INFO = {"name": "mcpspec-check", "version": "1"}
@@ -451,11 +451,12 @@ class Conversation:
 
     async def _violation(self, event: ProtocolViolation, where: str, data: bytes) -> None:
         check = CHECK_OF_RULE[event.rule]
-        place = f"{where}: {event.path}" if event.path not in ("", "$") else where
         why = event.reason or event.error.message
+        path = named_path(data, event.path, why)
+        place = f"{where}: {path}" if path not in ("", "$") else where
         if check == "schema.message":
-            found = value_at(data, event.path)
-            if found is not _NOWHERE:
+            found = value_at(data, path)
+            if found is not NOWHERE:
                 why = f"{why}; the value there: {show(found)}"
         if event.method:
             why = f"{event.method}: {why}"
@@ -536,35 +537,6 @@ _ANSWERS: dict[str, dict[str, Any]] = {
     },
     "elicitation/create": {"action": "decline"},
 }
-
-
-_NOWHERE = object()
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
-
-
-def value_at(data: bytes, path: str) -> Any:
-    """The value at JSON path ``path`` (``$.a.b[2]``) of the message ``data``, or
-    :data:`_NOWHERE` when the path cannot be followed (``[...]`` stands for any key)."""
-    if not path.startswith("$") or "[...]" in path:
-        return _NOWHERE
-    try:
-        value: Any = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        return _NOWHERE
-    position = 1
-    while position < len(path):
-        step = _STEP.match(path, position)
-        if step is None:
-            return _NOWHERE
-        key, index = step.groups()
-        if key is not None and isinstance(value, dict) and key in value:
-            value = value[key]
-        elif index is not None and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return _NOWHERE
-        position = step.end()
-    return value
 
 
 def _is_response(envelope: _Envelope) -> bool:

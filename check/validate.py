@@ -84,6 +84,7 @@ from mcpspec.runtime import (
 from mcpspec.runtime.session.version_negotiation import HANDSHAKE_REVISIONS, is_stateless
 
 from .findings import Finding, Outcome, Report, RevisionReport, broken
+from .json_path import named_path
 from .rules import CHECK_OF_RULE
 
 __all__ = [
@@ -623,7 +624,8 @@ class _Replay:
                 return
         check = CHECK_OF_RULE.get(event.rule, "protocol.responses")
         reason = f": {event.reason}" if event.reason else ""
-        self.finding(check, entry.line, event.path, f"{side} broke {event.rule.value}{reason}")
+        path = named_path(entry.data, event.path, event.reason)
+        self.finding(check, entry.line, path, f"{side} broke {event.rule.value}{reason}")
 
     def recorded_error(self, index: int, side: Side, request_id: Any) -> int | None:
         """The error code ``side`` answered ``request_id`` with after entry ``index``

@@ -57,7 +57,12 @@ EVERYTHING_STDIO = {
     *((r, "protocol.parse-error", "warning", "malformed JSON") for r in HANDSHAKE),
     ("2025-03-26", "schema.message", "failed", _RESOURCE_LINK),
     ("2024-11-05", "schema.message", "failed", _RESOURCE_LINK),
-    ("2025-06-18", "schema.message", "failed", "$.params.requestedSchema.properties[...].type"),
+    (
+        "2025-06-18",
+        "schema.message",
+        "failed",
+        "$.params.requestedSchema.properties.untitledMultipleSelectEnum.type",
+    ),
 }
 
 
@@ -237,7 +242,12 @@ EVERYTHING_HTTP = {
     *((r, "protocol.invalid-params", "warning", "POST ") for r in HANDSHAKE),
     ("2025-03-26", "schema.message", "failed", _RESOURCE_LINK),
     ("2024-11-05", "schema.message", "failed", _RESOURCE_LINK),
-    ("2025-06-18", "schema.message", "failed", "$.params.requestedSchema.properties[...].type"),
+    (
+        "2025-06-18",
+        "schema.message",
+        "failed",
+        "$.params.requestedSchema.properties.untitledMultipleSelectEnum.type",
+    ),
     # Its answer to the 2026-07-28 probe (400, -32000 "Server not initialized") has id
     # null although the request's id could be read: JSON-RPC 2.0 (Response object, id)
     # and every MCP revision ("Error responses MUST include the same ID as the request

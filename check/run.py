@@ -20,8 +20,9 @@ no revision has and one older than all: the answer must be a version the server 
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -62,8 +63,28 @@ class Options:
     listener: Listener | None = None
 
 
-async def check_server(target: Target, options: Options | None = None) -> Report:
-    """Check ``target`` in every revision ``options`` names; the report of all findings."""
+async def check_server(
+    target: Target | None = None,
+    options: Options | None = None,
+    *,
+    command: Sequence[str] | None = None,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Report:
+    """Check a server in every revision ``options`` names; the report of all findings.
+
+    Name the server by one of ``target`` (a :class:`~.link.Target`), ``command`` (a stdio
+    server's command line, with its ``env`` and ``cwd``) or ``url`` (an HTTP endpoint,
+    with ``headers`` for every request)::
+
+        report = await check_server(command=["python", "server.py"])
+        assert report.exit_status() == 0, render(report)
+
+    Raises :class:`~.errors.Unreachable` when the server could not be reached at all,
+    :class:`~.errors.CheckError` when it cannot be started."""
+    target = _target(target, command, url, headers, env, cwd)
     options = options or Options()
     unknown = [r for r in options.revisions if r not in mcpspec.REVISIONS]
     if unknown:
@@ -91,6 +112,36 @@ async def check_server(target: Target, options: Options | None = None) -> Report
     report.stderr = target.stderr
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _target(
+    target: Target | None,
+    command: Sequence[str] | None,
+    url: str | None,
+    headers: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> Target:
+    """The target named by exactly one of ``target``, ``command`` and ``url``."""
+    named = [what for what in (target, command, url) if what is not None]
+    if len(named) != 1:
+        raise ValueError("name the server by exactly one of target, command and url")
+    if (env is not None or cwd is not None) and command is None:
+        raise ValueError("env and cwd are for a command")
+    if headers is not None and url is None:
+        raise ValueError("headers are for a url")
+    if command is not None:
+        if isinstance(command, str) or not command:
+            raise ValueError("command is a non-empty list: the program, then its arguments")
+        from .stdio import StdioTarget
+
+        return StdioTarget(command[0], command[1:], env=env, cwd=cwd)
+    if url is not None:
+        from .http import HttpTarget
+
+        return HttpTarget(url, headers)
+    assert target is not None
+    return target
 
 
 @dataclass(frozen=True)

@@ -284,3 +284,39 @@ def test_is_error_results_are_counted_as_tool_errors() -> None:
     report = _calls("tool-error")
     assert _problems(report) == []
     assert _call_summary(report) == "3 tools: 3 tool errors (isError)"
+
+
+def test_the_python_api_checks_a_command_or_a_url() -> None:
+    """What a server author writes in their own test suite."""
+    from mcpspec.check import check_server as api_check_server
+    from mcpspec.check import render
+
+    async def by_command() -> Report:
+        command = [sys.executable, SCRIPT, "--defect", "ping-broken"]
+        return await api_check_server(command=command, options=Options(("2025-06-18",)))
+
+    report = anyio.run(by_command)
+    assert report.exit_status() == 1
+    assert {f.check for f in report.findings() if f.problem} == {"protocol.ping"}
+    assert "protocol.ping" in render(report)
+
+    async def by_url() -> Report:
+        async with http_server([SCRIPT]) as url:
+            return await api_check_server(url=url, options=Options(("2025-11-25",)))
+
+    assert anyio.run(by_url).exit_status(strict_warnings=True) == 0
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        {},
+        {"command": ["x"], "url": "http://127.0.0.1:1/mcp"},
+        {"command": "python server.py"},
+        {"url": "http://127.0.0.1:1/mcp", "env": {}},
+        {"command": ["x"], "headers": {}},
+    ],
+)
+def test_the_python_api_wants_one_server(named: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        anyio.run(lambda: check_server(**named))  # type: ignore[arg-type]

@@ -25,9 +25,9 @@ from .transcript_kit import OPENING
 #: the exit status and which of them (or of their importers) got imported.
 _BLOCKED = textwrap.dedent(
     """
-    import sys
+    import os, sys
 
-    BLOCKED = ("jinja2", "httpx", "anyio")
+    BLOCKED = tuple(os.environ["MCPSPEC_BLOCKED"].split(","))
 
     class Block:
         def find_spec(self, name, path=None, target=None):
@@ -48,13 +48,13 @@ _BLOCKED = textwrap.dedent(
 )
 
 
-def _blocked(*argv: str) -> subprocess.CompletedProcess[str]:
+def _blocked(*argv: str, blocked: str = "jinja2,httpx,anyio") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _BLOCKED, *argv],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "COLUMNS": "100"},
+        env={**os.environ, "COLUMNS": "100", "MCPSPEC_BLOCKED": blocked},
     )
 
 
@@ -102,6 +102,18 @@ def test_check_without_its_dependencies_says_what_to_install() -> None:
     done = _blocked("check", "http://127.0.0.1:9/mcp")
     assert "pip install 'mcpspec[check]'" in done.stdout + done.stderr
     assert "anyio is missing" in done.stdout + done.stderr
+
+
+def test_check_without_jsonschema_says_so_in_one_line() -> None:
+    """jsonschema is imported only when a first schema is checked: the command asks
+    for it up front, so a missing one is a line, not a traceback halfway through."""
+    done = _blocked("check", "http://127.0.0.1:9/mcp", blocked="jsonschema")
+    said = (
+        "mcpspec check needs the checker's dependencies (jsonschema is missing): "
+        "pip install 'mcpspec[check]'"
+    )
+    assert done.stdout == f"STATUS {said} LOADED []\n"  # the exit's message: one line
+    assert done.stderr == ""
 
 
 # -- usage errors ------------------------------------------------------------------------------

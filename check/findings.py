@@ -86,6 +86,9 @@ class RevisionReport:
     stopped: str = ""
     #: What was judged, when not the run's target (``validate``: the file).
     source: str = ""
+    #: How long the revision's check took, and each of its probes (by name).
+    seconds: float = 0.0
+    probe_seconds: dict[str, float] = field(default_factory=dict)
 
     #: Problems filed per check, and where the finding counting those not listed is.
     _problems: dict[str, int] = field(default_factory=dict, repr=False, compare=False)

@@ -96,10 +96,12 @@ async def check_server(
         section = RevisionReport(revision)
         report.revisions.append(section)
         _status(options, f"{revision}: connecting")
+        began = time.perf_counter()
         if is_stateless(revision):
             contact = await _stateless(target, section, options)
         else:
             contact = await _handshake(target, section, options)
+        section.seconds = time.perf_counter() - began
         if contact.refused:
             raise Unreachable(contact.refused)
         contacts.append(contact)
@@ -108,7 +110,9 @@ async def check_server(
     if spoken:
         section = RevisionReport("negotiation")
         report.revisions.append(section)
+        began = time.perf_counter()
         await _offers(target, section, options, spoken)
+        section.seconds = time.perf_counter() - began
     report.stderr = target.stderr
     report.seconds = time.perf_counter() - start
     return report
@@ -208,7 +212,9 @@ async def _steps(conv: Conversation, options: Options, steps: list[tuple[str, St
             return
         _status(options, f"{conv.report.revision}: {name}")
         conv.probe = name
+        began = time.perf_counter()
         await step(conv)
+        conv.report.probe_seconds[name] = time.perf_counter() - began
     conv.probe = ""
 
 

@@ -755,7 +755,10 @@ def validate_files(paths: Iterable[str | Path]) -> Report:
     report = Report(", ".join(str(p) for p in paths), command="validate")
     started = time.perf_counter()
     for path in paths:
-        report.revisions.append(validate_file(path))
+        began = time.perf_counter()
+        section = validate_file(path)
+        section.seconds = time.perf_counter() - began
+        report.revisions.append(section)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -244,9 +244,13 @@ def test_check_exit_status_and_report_files(
     warning = broken("protocol.lifecycle", "stdout line 1", "answered tools/list")
     monkeypatch.setattr(mcpspec.check.run, "check_server", FakeRun(_report(warning)))
     json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
-    argv = ["check", "--json", str(json_path), "--junit", str(junit_path), "--", sys.executable]
+    sarif_path = tmp_path / "r.sarif"
+    argv = ["check", "--json", str(json_path), "--junit", str(junit_path)]
+    argv += ["--sarif", str(sarif_path), "--", sys.executable]
     assert main(argv) == 0
     assert json.loads(json_path.read_text())["exit_status"] == 0
+    [result] = json.loads(sarif_path.read_text())["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("protocol.lifecycle", "warning")
     assert main([*argv[:1], "--strict-warnings", *argv[1:]]) == 1
     assert json.loads(json_path.read_text())["exit_status"] == 1
     suite = ET.parse(junit_path).getroot().find("testsuite")
@@ -300,7 +304,7 @@ def test_validate_exit_status_and_files(
     failed = [f for f in doc["revisions"][1]["findings"] if f["outcome"] == "failed"]
     assert sorted(f["count"] for f in failed) == [1, 2]
     suites = ET.parse(junit_path).getroot().findall("testsuite")
-    assert [s.attrib["failures"] for s in suites] == ["0", "1"]
+    assert [s.attrib["failures"] for s in suites] == ["0", "2"]  # one case per cause
 
 
 def test_validate_warnings_fail_only_when_strict(

@@ -75,6 +75,7 @@ from .http_wire import (
     visible_ascii,
 )
 from .link import Received, Transport
+from .record import Recorder, Recording
 
 __all__ = ["HttpLink", "HttpTarget"]
 
@@ -172,6 +173,8 @@ class HttpTarget:
         }
         #: The endpoint's path, as findings name it (``POST /mcp``).
         self.path = parts.path or "/"
+        #: Where each connection's traffic is recorded (``--record``), if anywhere.
+        self.recorder: Recorder | None = None
 
     @property
     def stderr(self) -> str:
@@ -201,14 +204,22 @@ class HttpTarget:
 
 @asynccontextmanager
 async def _open_link(target: HttpTarget, report: RevisionReport) -> AsyncIterator[HttpLink]:
-    async with target.client() as client, anyio.create_task_group() as task_group:
-        link = HttpLink(target, report, client, task_group)
-        try:
-            yield link
-        finally:
-            with anyio.CancelScope(shield=True):
-                await link.aclose()
-            task_group.cancel_scope.cancel()
+    recording = None
+    if target.recorder is not None:
+        purpose = "offer" if report.revision == "negotiation" else "check"
+        recording = target.recorder.open(report.revision, purpose, "http")
+    try:
+        async with target.client() as client, anyio.create_task_group() as task_group:
+            link = HttpLink(target, report, client, task_group, recording)
+            try:
+                yield link
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await link.aclose()
+                task_group.cancel_scope.cancel()
+    finally:
+        if recording is not None:
+            recording.close()
 
 
 # -- the link ------------------------------------------------------------------------------------
@@ -223,7 +234,9 @@ class HttpLink:
         report: RevisionReport,
         client: httpx.AsyncClient,
         task_group: anyio.abc.TaskGroup,
+        recording: Recording | None = None,
     ) -> None:
+        self._recording = recording
         #: ``"http"`` (Streamable HTTP), or ``"sse"`` once on HTTP+SSE.
         self.transport: Transport = "http"
         self._target = target
@@ -271,6 +284,8 @@ class HttpLink:
         kind = _kind(message)
         self._posts += 1
         number = self._posts
+        if self._recording is not None:
+            self._recording.write("client", data, f"POST {number}")
         if self._legacy is not None:
             await self._post_legacy(number, data, message, kind)
             return
@@ -333,6 +348,8 @@ class HttpLink:
         self._in.close()
 
     async def _deliver(self, data: bytes, where: str, *, refusal: bool = False) -> None:
+        if self._recording is not None:
+            self._recording.write("server", data, where)
         self._learn(data)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._in.send(Received(data, where, refusal))

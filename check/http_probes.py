@@ -128,6 +128,12 @@ class _Probes:
         self.client = client
         self.timeout = timeout
         self.page = transport_page(revision)
+        recorder = target.recorder
+        #: Where the probes' traffic is recorded (``--record``), if anywhere.
+        self.recording = (
+            recorder.open(revision, "http-probes", "http") if recorder is not None else None
+        )
+        self._exchanges = 0
         #: What passed, by check.
         self.passed: dict[str, list[str]] = {check: [] for check in HTTP_CHECKS}
         #: Why a check did not run, when it did not.
@@ -185,6 +191,10 @@ class _Probes:
         error with id null answering an accepted request with an id is filed, as the
         conversation files it."""
         content = msgspec.json.encode(body) if body is not None else None
+        self._exchanges += 1
+        label = f"{method} {self._exchanges}"
+        if self.recording is not None and content is not None:
+            self.recording.write("client", content, label)
         try:
             with anyio.fail_after(self.timeout):
                 async with self.client.stream(
@@ -197,6 +207,9 @@ class _Probes:
                         await self._read(response, exchange, answer_of)
         except (httpx.HTTPError, TimeoutError, BodyTooLarge):
             return None
+        if self.recording is not None:
+            for data in exchange.messages:
+                self.recording.write("server", data, f"{label} response (HTTP {exchange.status})")
         # Only an accepted request's answer: a refusal (300 and up) is the transport's,
         # its JSON-RPC request unread, as the conversation judges it.
         accepted = 200 <= exchange.status < 300
@@ -698,8 +711,12 @@ async def check_http(
         return
     async with target.client() as client:
         probes = _Probes(target, revision, report, client, options.timeout)
-        if is_stateless(revision):
-            await probes.stateless()
-        else:
-            await probes.handshake()
+        try:
+            if is_stateless(revision):
+                await probes.stateless()
+            else:
+                await probes.handshake()
+        finally:
+            if probes.recording is not None:
+                probes.recording.close()
     probes.finish()

@@ -36,6 +36,7 @@ from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
 from .errors import Unreachable
 from .findings import Finding, Outcome, Report, RevisionReport
 from .link import Target
+from .record import Recorder
 
 __all__ = ["Listener", "Options", "check_server"]
 
@@ -54,13 +55,16 @@ LIMITS: Final = Limits(max_message_bytes=64 * 1024 * 1024)
 class Options:
     """How to check: which revisions (default all, newest first), whether tools may be
     called (they may have side effects), whether to go on past a failed negotiation,
-    how long to wait for one answer, and who hears about progress."""
+    how long to wait for one answer, who hears about progress, and where to record the
+    traffic."""
 
     revisions: tuple[str, ...] = field(default_factory=lambda: tuple(reversed(mcpspec.REVISIONS)))
     call_tools: bool = False
     lenient: bool = False
     timeout: float = 10.0
     listener: Listener | None = None
+    #: A directory to record every connection's traffic in (see :mod:`.record`).
+    record: str | os.PathLike[str] | None = None
 
 
 async def check_server(
@@ -86,6 +90,10 @@ async def check_server(
     :class:`~.errors.CheckError` when it cannot be started."""
     target = _target(target, command, url, headers, env, cwd)
     options = options or Options()
+    if options.record is not None:
+        if not hasattr(target, "recorder"):
+            raise ValueError(f"{type(target).__name__} cannot record its traffic")
+        target.recorder = Recorder(options.record, target.description)
     unknown = [r for r in options.revisions if r not in mcpspec.REVISIONS]
     if unknown:
         raise ValueError(f"unknown revisions {unknown}; known: {list(mcpspec.REVISIONS)}")

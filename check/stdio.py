@@ -26,6 +26,7 @@ from mcpspec.runtime.connection.stdio import STDERR_KEPT, shut_down
 from .errors import CheckError, LinkClosed
 from .findings import RevisionReport, broken
 from .link import Link, Received, Transport
+from .record import Recorder, Recording
 
 __all__ = ["StdioLink", "StdioTarget"]
 
@@ -50,6 +51,8 @@ class StdioTarget:
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.description = shlex.join(self.argv)
+        #: Where each connection's traffic is recorded (``--record``), if anywhere.
+        self.recorder: Recorder | None = None
         #: The newest bytes the server wrote on stderr (over every connection).
         self._stderr = bytearray()
 
@@ -78,7 +81,11 @@ class StdioTarget:
             )
         except OSError as exc:
             raise CheckError(f"cannot start {self.description}: {exc}") from exc
-        link = StdioLink(process, report)
+        recording = None
+        if self.recorder is not None:
+            purpose = "offer" if report.revision == "negotiation" else "check"
+            recording = self.recorder.open(report.revision, purpose, "stdio")
+        link = StdioLink(process, report, recording)
         try:
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(self._pump_stderr, process)
@@ -90,6 +97,8 @@ class StdioTarget:
                     task_group.cancel_scope.cancel()
         finally:
             await link.aclose()
+            if recording is not None:
+                recording.close()
 
     async def _pump_stderr(self, process: anyio.abc.Process) -> None:
         assert process.stderr is not None
@@ -103,9 +112,12 @@ class StdioLink:
 
     transport: Transport = "stdio"
 
-    def __init__(self, process: anyio.abc.Process, report: RevisionReport) -> None:
+    def __init__(
+        self, process: anyio.abc.Process, report: RevisionReport, recording: Recording | None = None
+    ) -> None:
         self._process = process
         self._report = report
+        self._recording = recording
         self._send_lines: MemoryObjectSendStream[Received | None]
         self._lines: MemoryObjectReceiveStream[Received | None]
         # Bounded by the reader: it waits for the conversation before reading on.
@@ -121,6 +133,9 @@ class StdioLink:
         stdin = self._process.stdin
         if stdin is None:
             raise LinkClosed("the server has no stdin")
+        if self._recording is not None:
+            for line in data.split(b"\n"):
+                self._recording.write("client", line, self._recording.client_line())
         try:
             await stdin.send(data + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
@@ -175,6 +190,7 @@ class StdioLink:
                 self._line += 1
                 where = f"stdout line {self._line}"
                 self._wire(where, "the output ends without a newline after this message")
+                self._record(bytes(buffer), where)
                 await self._send_lines.send(Received(bytes(buffer), where))
         finally:
             self.closed_reason = "the server's output ended" + (
@@ -191,4 +207,9 @@ class StdioLink:
         if not line.strip():
             self._wire(where, "a blank line: stdout carries nothing but messages")
             return
+        self._record(line, where)
         await self._send_lines.send(Received(line, where))
+
+    def _record(self, line: bytes, where: str) -> None:
+        if self._recording is not None:
+            self._recording.write("server", line, where)

@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lenient", action="store_true", help="go on checking past a failed negotiation"
     )
     parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every connection's traffic in DIR, one JSON Lines transcript each "
+        "(mcpspec validate reads them back)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=10.0,
@@ -148,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         lenient=args.lenient,
         timeout=args.timeout,
         listener=progress,
+        record=args.record,
     )
     try:
         report = anyio.run(check_server, target, options)

@@ -320,3 +320,58 @@ def test_the_python_api_checks_a_command_or_a_url() -> None:
 def test_the_python_api_wants_one_server(named: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         anyio.run(lambda: check_server(**named))  # type: ignore[arg-type]
+
+
+def test_record_keeps_the_traffic_findings_cite_and_validate_reads_it_back(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from mcpspec.check.validate import validate_file
+
+    options = Options(("2025-06-18",), timeout=TIMEOUT, record=tmp_path)
+    report = anyio.run(_check, "banner", options)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [
+        "01-2025-06-18-check.jsonl",
+        "02-negotiation-offer.jsonl",
+        "03-negotiation-offer.jsonl",
+    ]
+    lines = [json.loads(line) for line in (tmp_path / names[0]).read_text().splitlines()]
+    assert lines[0]["header"]["offered"] == "2025-06-18"
+    assert lines[0]["header"]["transport"] == "stdio"
+    assert {line["from"] for line in lines[1:]} == {"client", "server"}
+    assert all(isinstance(line["time"], float) and line["where"] for line in lines[1:])
+    times = [line["time"] for line in lines[1:]]
+    assert times == sorted(times)
+    # What the finding cites is in the recording.
+    [banner] = [f for f in report.revisions[0].findings if f.problem]
+    assert banner.where == "stdout line 1"
+    [recorded] = [line for line in lines if line.get("where") == "stdout line 1"]
+    assert recorded == {
+        "from": "server",
+        "time": recorded["time"],
+        "where": "stdout line 1",
+        "raw": "check-fixture 1.0.0 starting on stdio",
+    }
+    replayed = validate_file(tmp_path / names[0])
+    assert replayed.revision == "2025-06-18" and replayed.accepted
+    [wire] = [f for f in replayed.findings if f.check == "wire.message" and f.problem]
+    assert "(stdout line 1)" in wire.where and "check-fixture" in wire.why
+    # The checker's probes are the client's to answer for in validate.
+    early = [f for f in replayed.findings if f.check == "protocol.lifecycle"]
+    assert early and all("client broke" in f.why for f in early)
+
+
+def test_record_over_http_names_the_exchanges(tmp_path: Path) -> None:
+    import json
+
+    options = Options(("2025-11-25",), timeout=TIMEOUT, record=tmp_path)
+    anyio.run(_check_http, None, options)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names[:2] == ["01-2025-11-25-check.jsonl", "02-2025-11-25-http-probes.jsonl"]
+    check = [json.loads(line) for line in (tmp_path / names[0]).read_text().splitlines()]
+    assert check[1]["where"] == "POST 1" and check[1]["message"]["method"] == "initialize"
+    assert check[2]["where"].startswith("POST 1 ") and check[2]["from"] == "server"
+    probes = (tmp_path / names[1]).read_text()
+    assert '"where":"POST 1 response (HTTP 200)"' in probes

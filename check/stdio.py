@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -78,6 +79,8 @@ class StdioTarget:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 cwd=self.cwd,
+                # A group of its own: what the command starts (npx starts node) ends with it.
+                start_new_session=os.name == "posix",
             )
         except OSError as exc:
             raise CheckError(f"cannot start {self.description}: {exc}") from exc
@@ -94,8 +97,12 @@ class StdioTarget:
                     yield link
                 finally:
                     await shut_down(process)
+                    await _end_group(process.pid)
                     task_group.cancel_scope.cancel()
         finally:
+            with anyio.CancelScope(shield=True):
+                # Its pipes closed now, not by the garbage collector once the loop is gone.
+                await process.aclose()
             await link.aclose()
             if recording is not None:
                 recording.close()
@@ -105,6 +112,36 @@ class StdioTarget:
         with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             while True:
                 self._keep_stderr(await process.stderr.receive(_READ))
+
+
+#: Seconds the server's children get to end after SIGTERM, before SIGKILL.
+GROUP_GRACE: Final = 2.0
+
+
+async def _end_group(pgid: int) -> None:
+    """End what is left of the server's process group (the children it started, which
+    outlive it: ``npx`` leaves ``node`` running): SIGTERM, then SIGKILL after
+    :data:`GROUP_GRACE` seconds. Shielded from cancellation."""
+    if os.name != "posix":
+        return
+    with anyio.CancelScope(shield=True):
+        for sent in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pgid, sent)
+            except (ProcessLookupError, PermissionError):
+                return
+            with anyio.move_on_after(GROUP_GRACE):
+                while _group_alive(pgid):
+                    await anyio.sleep(0.02)
+                return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 class StdioLink:

@@ -369,3 +369,47 @@ def test_progress_forever_is_a_timeout_in_the_end(monkeypatch: pytest.MonkeyPatc
     assert time.monotonic() - started < 15
     [call] = [f for f in report.findings() if f.check == "surface.call"]
     assert call.outcome is Outcome.PASSED and "1 still busy after the timeout" in call.why
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_server_s_children_end_with_it(tmp_path: Path) -> None:
+    """A command that starts the server as a child (``npx`` starts ``node``) leaves it
+    running when only the command is ended: the checker ends the whole process group."""
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+        " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f"os.execv(sys.executable, [sys.executable, {str(BROKEN)!r}])\n"
+    )
+    report = run(python(code), revisions=("2025-06-18",), timeout=5.0)
+    assert report.revisions[0].accepted
+    child = int(pid_file.read_text())
+    assert not _alive(child)
+
+
+def test_a_run_ends_without_noise_from_unclosed_transports(tmp_path: Path) -> None:
+    """Every pipe is closed before the event loop ends: no "Exception ignored ... Event
+    loop is closed" at exit."""
+    import subprocess
+
+    script = "import sys; from mcpspec.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["check", "--revision", "2025-06-18", "--timeout", "5", "--", sys.executable]
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script, *argv, str(BROKEN)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr and "ResourceWarning" not in done.stderr

@@ -453,11 +453,16 @@ def _task_refusal(conv: Conversation, subject: str, reply: Reply, where: str) ->
         return
     if reply.kind == "refused":
         return  # the answer broke a rule: filed where it broke
+    if reply.kind == "result":
+        failed = getattr(reply.value, "is_error", False) is True
+        answer = "a result" + (" with isError: true" if failed else " (served)")
+    else:
+        answer = said(reply)
     conv.problem(
         "protocol.tasks",
         where,
         f'{subject} declares execution.taskSupport "required"; called without a task it '
-        f'was answered {said(reply)}: \'If execution.taskSupport is "required", ... Servers '
+        f'was answered {answer}: \'If execution.taskSupport is "required", ... Servers '
         "MUST return a -32601 (Method not found) error if a client does not attempt to do "
         "so' (2025-11-25 tasks, Tool-Level Negotiation)",
         subject=subject,

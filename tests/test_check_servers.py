@@ -261,6 +261,7 @@ def test_a_task_required_tool_served_names_the_tool_and_the_rule() -> None:
     [tasks] = [f for f in report.findings() if f.problem]
     assert tasks.subject == "tool 'add'" and tasks.probe == "surface"
     assert "Servers MUST return a -32601" in tasks.why
+    assert "called without a task it was answered a result (served)" in tasks.why
 
 
 def _call_summary(report: Report) -> str:

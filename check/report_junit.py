@@ -47,7 +47,7 @@ def _line(finding: Finding) -> str:
     parts = [f"{finding.outcome.value}: {where}{finding.why}"]
     if finding.subject:
         parts.append(f"about: {finding.subject}")
-    if finding.probe:
+    if finding.probe and not finding.why.startswith("probe:"):
         parts.append(f"probe: {finding.probe}")
     if finding.count > 1:
         parts.append(f"seen {finding.count} times (where: the first)")
@@ -94,8 +94,8 @@ def _check(
     suite: ET.Element, classname: str, revision: RevisionReport, findings: list[Finding]
 ) -> bool:
     """Add the testcase of a check with no problem; whether it was skipped."""
-    probes = {f.probe for f in findings if f.probe}
-    seconds = sum(revision.probe_seconds.get(p, 0.0) for p in probes) if probes else None
+    timed = {f.probe for f in findings if f.probe in revision.probe_seconds}
+    seconds = sum(revision.probe_seconds[probe] for probe in timed) if timed else None
     case = _case(suite, classname, findings[0].check, seconds)
     skipped = all(f.outcome is Outcome.SKIPPED for f in findings)
     if skipped:

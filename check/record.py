@@ -55,8 +55,8 @@ class Recording:
 
     def write(self, side: Side, data: bytes, where: str) -> None:
         """Append the message ``data`` (any bytes) that ``side`` sent, found at ``where``."""
-        head = {"from": side, "time": round(time.perf_counter() - self._started, 6)}
-        head["where"] = where
+        seconds = round(time.perf_counter() - self._started, 6)
+        head: dict[str, Any] = {"from": side, "time": seconds, "where": where}
         prefix = msgspec.json.encode(head)[:-1]
         try:
             msgspec.json.decode(data)

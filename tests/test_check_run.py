@@ -413,3 +413,33 @@ def test_a_run_ends_without_noise_from_unclosed_transports(tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr
     assert "Exception ignored" not in done.stderr and "ResourceWarning" not in done.stderr
+
+
+_ID_NULL_ON_UNKNOWN_SERVER = (
+    _SERVER_HEAD
+    + r"""
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    elif meth == "mcpspec/no-such-method":
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "nope"}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+)
+
+
+def test_a_probe_answered_with_id_null_is_the_same_failure_as_any_request() -> None:
+    """A raw probe's answer with its id dropped is filed as a typed request's is (one
+    failure naming the id), and still settles the probe: no wait for a timeout."""
+    started = time.perf_counter()
+    report = run(python(_ID_NULL_ON_UNKNOWN_SERVER), revisions=("2025-06-18",), timeout=5.0)
+    assert time.perf_counter() - started < 5.0
+    section = report.revisions[0]
+    problems = [f for f in section.findings if f.problem]
+    assert [(f.check, f.outcome) for f in problems] == [("protocol.responses", Outcome.FAILED)]
+    assert problems[0].why.startswith("request id 'mcpspec-check-unknown-")
+    assert "was answered with id null (-32601 'nope')" in problems[0].why
+    assert problems[0].probe == "unknown method"
+    [unknown] = [f for f in section.findings if f.check == "protocol.unknown-method"]
+    assert unknown.outcome is Outcome.PASSED

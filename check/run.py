@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import mcpspec
+# (Not ``from . import probes``: the package's __init__ imports this module lazily.)
+import mcpspec.check.probes as probes
 from mcpspec.runtime import ClientSession, Limits
 from mcpspec.runtime.errors import clip, show
 from mcpspec.runtime.session.version_negotiation import is_stateless
 
-from . import probes
 from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
 from .errors import Unreachable
 from .findings import Finding, Outcome, Report, RevisionReport

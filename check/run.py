@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import mcpspec
-# (Not ``from . import probes``: the package's __init__ imports this module lazily.)
-import mcpspec.check.probes as probes
+import mcpspec.check.probes as probes  # not ``from . import``: __init__ imports this lazily
 from mcpspec.runtime import ClientSession, Limits
 from mcpspec.runtime.errors import clip, show
 from mcpspec.runtime.session.version_negotiation import is_stateless

@@ -88,8 +88,8 @@ async def check_server(
 
     Raises :class:`~.errors.Unreachable` when the server could not be reached at all,
     :class:`~.errors.CheckError` when it cannot be started."""
-    target = _target(target, command, url, headers, env, cwd)
     options = options or Options()
+    target = _target(target, command, url, headers, env, cwd, options.timeout)
     if options.record is not None:
         if not hasattr(target, "recorder"):
             raise ValueError(f"{type(target).__name__} cannot record its traffic")
@@ -133,6 +133,7 @@ def _target(
     headers: Mapping[str, str] | None,
     env: Mapping[str, str] | None,
     cwd: str | os.PathLike[str] | None,
+    timeout: float,
 ) -> Target:
     """The target named by exactly one of ``target``, ``command`` and ``url``."""
     named = [what for what in (target, command, url) if what is not None]
@@ -151,7 +152,7 @@ def _target(
     if url is not None:
         from .http import HttpTarget
 
-        return HttpTarget(url, headers)
+        return HttpTarget(url, headers, timeout=timeout)
     assert target is not None
     return target
 

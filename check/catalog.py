@@ -70,7 +70,10 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         "2026-07-28: server/discover, and -32022 naming the supported versions",
     ),
     "protocol.lifecycle": CheckInfo(
-        _P, _SHOULD, "requests other than ping before initialize are refused"
+        _P,
+        _SHOULD,
+        "a request before initialize (a probe: the rule binds the client) is answered, "
+        "served or refused",
     ),
     "protocol.capabilities": CheckInfo(
         _P, _MUST, "the server only uses and serves what it declared, and serves what it declared"
@@ -117,12 +120,24 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         "2026-07-28 subscription notifications name an open, acknowledged subscriptions/listen "
         "and only the types it asked for",
     ),
+    "protocol.tasks": CheckInfo(
+        _P,
+        _MUST,
+        'with --call-tools: a tool whose execution.taskSupport is "required", called '
+        "without a task, is answered -32601",
+    ),
     # http
     "http.status": CheckInfo(
         _H, _MUST, "HTTP statuses as the transport says (202 for notifications, 400/404/405 ...)"
     ),
     "http.headers": CheckInfo(
         _H, _MUST, "HTTP headers as the transport says (Content-Type, Mcp-Session-Id ...)"
+    ),
+    "http.origin": CheckInfo(
+        _H,
+        _MUST,
+        "a request with a foreign Origin is refused: 403 from 2025-11-25, any refusal before "
+        "(the Origin is validated against DNS rebinding)",
     ),
     "http.session": CheckInfo(
         _H, _SHOULD, "a server with sessions refuses a request without Mcp-Session-Id with 400"

@@ -16,9 +16,8 @@ elicitation) as a plain client would, so that a server is never stuck waiting on
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 import anyio
@@ -46,10 +45,11 @@ from mcpspec.runtime.errors import clip, show
 
 from .errors import LinkClosed
 from .findings import Finding, Outcome, RevisionReport, broken
+from .json_path import NOWHERE, named_path, value_at
 from .link import Link, Received
 from .rules import CHECK_OF_RULE
 
-__all__ = ["Conversation", "Reply"]
+__all__ = ["Conversation", "Reply", "value_at"]
 
 #: How the checker introduces itself.
 CLIENT_INFO = {"name": "mcpspec-check", "version": "1"}
@@ -141,6 +141,13 @@ class Conversation:
         self.ready: SessionReady | None = None
         self.failed: NegotiationFailed | None = None
         self.closed = False
+        #: The probe running now, named in the findings it causes.
+        self.probe = ""
+        #: Whether the message being taken is the body of an HTTP refusal.
+        self._refusal = False
+        #: What a request of the checker is about (``tool "add"``), by id: named in the
+        #: findings its answer causes.
+        self.subjects: dict[Any, str] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> Conversation:
@@ -160,15 +167,20 @@ class Conversation:
         if self.report.add(finding) and self._on_finding is not None:
             self._on_finding(finding)
 
-    def problem(self, check: str, where: str, why: str) -> None:
+    def problem(self, check: str, where: str, why: str, *, subject: str = "") -> None:
         """File a broken rule (a failure or a warning, as the check's level says)."""
-        self.file(broken(check, where, why, self.report.revision))
+        finding = broken(check, where, why, self.report.revision)
+        self.file(replace(finding, probe=self.probe, subject=subject))
 
     def passed(self, check: str, where: str, why: str) -> None:
         self.file(Finding(check, Outcome.PASSED, where, why, self.report.revision))
 
     def skipped(self, check: str, why: str, where: str = "") -> None:
         self.file(Finding(check, Outcome.SKIPPED, where, why, self.report.revision))
+
+    def note(self, check: str, where: str, why: str) -> None:
+        """File what a probe provoked on purpose, which the specification allows."""
+        self.file(Finding(check, Outcome.NOTE, where, why, self.report.revision, probe=self.probe))
 
     # -- sending ------------------------------------------------------------------------
 
@@ -289,7 +301,7 @@ class Conversation:
 
     async def _take(self, received: Received) -> None:
         self.seen += 1
-        data, where = received
+        data, where, refusal = received
         try:
             envelope = _ENVELOPE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
@@ -316,7 +328,14 @@ class Conversation:
         id_null = (
             envelope is not None and _is_response(envelope) and envelope.id in (None, msgspec.UNSET)
         )
-        await self._events(self.session.receive(data), where, data, id_null=id_null)
+        # An HTTP refusal's error without id is the transport refusing the HTTP request,
+        # its JSON-RPC request unread (2025-11-25 says so of the 403 for a foreign
+        # Origin): it settles the request, and no id was dropped.
+        self._refusal = refusal
+        try:
+            await self._events(self.session.receive(data), where, data, id_null=id_null)
+        finally:
+            self._refusal = False
 
     def _result_type(self, envelope: _Envelope, where: str) -> None:
         result = envelope.result
@@ -393,10 +412,15 @@ class Conversation:
             for request_id, waiter in (*self._waiters.items(), *self._raw.items())
             if waiter.reply is None
         ]
-        if len(outstanding) == 1 and outstanding[0][0] in self._waiters:
+        if len(outstanding) == 1:
             request_id, waiter = outstanding[0]
             self._dropped_id(request_id, event.error, where)
-            waiter.settle(Reply("error", event.error, where, id_null=True))
+            # A raw probe reads its answer as plain JSON, a typed request as the session's.
+            raw = request_id not in self._waiters
+            error = msgspec.to_builtins(event.error) if raw else event.error
+            waiter.settle(Reply("error", error, where, id_null=True))
+        elif self._refusal:
+            return
         elif outstanding:
             self.problem(
                 "protocol.responses",
@@ -415,6 +439,8 @@ class Conversation:
             )
 
     def _dropped_id(self, request_id: Any, error: ErrorObject, where: str) -> None:
+        if self._refusal:
+            return
         self.problem(
             "protocol.responses",
             where,
@@ -425,15 +451,18 @@ class Conversation:
 
     async def _violation(self, event: ProtocolViolation, where: str, data: bytes) -> None:
         check = CHECK_OF_RULE[event.rule]
-        place = f"{where}: {event.path}" if event.path not in ("", "$") else where
         why = event.reason or event.error.message
+        path = named_path(data, event.path, why)
+        place = f"{where}: {path}" if path not in ("", "$") else where
         if check == "schema.message":
-            found = value_at(data, event.path)
-            if found is not _NOWHERE:
+            found = value_at(data, path)
+            if found is not NOWHERE:
                 why = f"{why}; the value there: {show(found)}"
         if event.method:
             why = f"{event.method}: {why}"
-        self.problem(check, place, f"{why} [rule {event.rule.value}]")
+        mine = event.request_id is not None and event.ends_request
+        subject = self.subjects.get(event.request_id, "") if mine else ""
+        self.problem(check, place, f"{why} [rule {event.rule.value}]", subject=subject)
         if event.request_id is not None:
             self._settle(event.request_id, Reply("refused", event, where))
         if event.response is not None:
@@ -508,35 +537,6 @@ _ANSWERS: dict[str, dict[str, Any]] = {
     },
     "elicitation/create": {"action": "decline"},
 }
-
-
-_NOWHERE = object()
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
-
-
-def value_at(data: bytes, path: str) -> Any:
-    """The value at JSON path ``path`` (``$.a.b[2]``) of the message ``data``, or
-    :data:`_NOWHERE` when the path cannot be followed (``[...]`` stands for any key)."""
-    if not path.startswith("$") or "[...]" in path:
-        return _NOWHERE
-    try:
-        value: Any = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        return _NOWHERE
-    position = 1
-    while position < len(path):
-        step = _STEP.match(path, position)
-        if step is None:
-            return _NOWHERE
-        key, index = step.groups()
-        if key is not None and isinstance(value, dict) and key in value:
-            value = value[key]
-        elif index is not None and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return _NOWHERE
-        position = step.end()
-    return value
 
 
 def _is_response(envelope: _Envelope) -> bool:

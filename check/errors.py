@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CheckError", "LinkClosed"]
+__all__ = ["CheckError", "LinkClosed", "Unreachable"]
 
 
 class LinkClosed(Exception):
@@ -13,3 +13,9 @@ class LinkClosed(Exception):
 class CheckError(Exception):
     """The check cannot run at all (the server command cannot be started, the URL is
     not HTTP); the message says why."""
+
+
+class Unreachable(CheckError):
+    """The server could not be reached (nothing listens at the URL, the command exits
+    without a word, the server wants a token): no protocol verdict can be given; the
+    message says what happened and what to do."""

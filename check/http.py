@@ -75,6 +75,7 @@ from .http_wire import (
     visible_ascii,
 )
 from .link import Received, Transport
+from .record import Recorder, Recording
 
 __all__ = ["HttpLink", "HttpTarget"]
 
@@ -172,6 +173,8 @@ class HttpTarget:
         }
         #: The endpoint's path, as findings name it (``POST /mcp``).
         self.path = parts.path or "/"
+        #: Where each connection's traffic is recorded (``--record``), if anywhere.
+        self.recorder: Recorder | None = None
 
     @property
     def stderr(self) -> str:
@@ -201,14 +204,22 @@ class HttpTarget:
 
 @asynccontextmanager
 async def _open_link(target: HttpTarget, report: RevisionReport) -> AsyncIterator[HttpLink]:
-    async with target.client() as client, anyio.create_task_group() as task_group:
-        link = HttpLink(target, report, client, task_group)
-        try:
-            yield link
-        finally:
-            with anyio.CancelScope(shield=True):
-                await link.aclose()
-            task_group.cancel_scope.cancel()
+    recording = None
+    if target.recorder is not None:
+        purpose = "offer" if report.revision == "negotiation" else "check"
+        recording = target.recorder.open(report.revision, purpose, "http")
+    try:
+        async with target.client() as client, anyio.create_task_group() as task_group:
+            link = HttpLink(target, report, client, task_group, recording)
+            try:
+                yield link
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await link.aclose()
+                task_group.cancel_scope.cancel()
+    finally:
+        if recording is not None:
+            recording.close()
 
 
 # -- the link ------------------------------------------------------------------------------------
@@ -223,7 +234,9 @@ class HttpLink:
         report: RevisionReport,
         client: httpx.AsyncClient,
         task_group: anyio.abc.TaskGroup,
+        recording: Recording | None = None,
     ) -> None:
+        self._recording = recording
         #: ``"http"`` (Streamable HTTP), or ``"sse"`` once on HTTP+SSE.
         self.transport: Transport = "http"
         self._target = target
@@ -257,6 +270,8 @@ class HttpLink:
         self._sse_events = 0
         #: Whether a request was answered with a 2xx yet.
         self._opened = False
+        #: Why the server refused the checker access (401: it wants a token), if it did.
+        self.access_refused: str | None = None
 
     # -- the Link protocol -------------------------------------------------------------------------
 
@@ -269,6 +284,8 @@ class HttpLink:
         kind = _kind(message)
         self._posts += 1
         number = self._posts
+        if self._recording is not None:
+            self._recording.write("client", data, f"POST {number}")
         if self._legacy is not None:
             await self._post_legacy(number, data, message, kind)
             return
@@ -330,10 +347,12 @@ class HttpLink:
             self.closed_reason = reason
         self._in.close()
 
-    async def _deliver(self, data: bytes, where: str) -> None:
+    async def _deliver(self, data: bytes, where: str, *, refusal: bool = False) -> None:
+        if self._recording is not None:
+            self._recording.write("server", data, where)
         self._learn(data)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self._in.send(Received(data, where))
+            await self._in.send(Received(data, where, refusal))
 
     def _too_large(self, where: str, size: int | None = None) -> None:
         seen = f" of {size} bytes" if size is not None else ""
@@ -520,8 +539,8 @@ class HttpLink:
                     sent.set()
                     await self._answer(number, data, message, kind, response, stateless)
         except httpx.HTTPError as exc:
-            if method == "initialize":
-                self._end(f"POST of initialize failed: {exc!r}")
+            if method == "initialize" or (stateless and not self._opened):
+                self._end(f"POST of {method or 'the first request'} failed: {_failure(exc)}")
         except BodyTooLarge:
             self._too_large(f"POST {number} response")
         except LinkClosed as exc:  # the HTTP+SSE fallback's POST failed
@@ -546,6 +565,11 @@ class HttpLink:
         method = message.method if message is not None and kind == "request" else None
         if method == "initialize" and status < 300:
             self._learn_session(response)
+        opening = method == "initialize" or (stateless and not self._opened)
+        if opening and status == 401:
+            self.access_refused = self._refusal(method, response)
+            self._end(self.access_refused)
+            return
         if (
             method == "initialize"
             and status in (400, 404, 405)
@@ -557,7 +581,7 @@ class HttpLink:
                 await self._post_legacy(number, data, message, kind)
                 return
             if _json_rpc(body):
-                await self._deliver(body, f"POST {number} response")
+                await self._deliver(body, f"POST {number} response", refusal=True)
             else:
                 self._end(
                     f"initialize was refused with HTTP {status} and the URL serves no "
@@ -593,12 +617,11 @@ class HttpLink:
             if kind == "request" and body.strip():
                 assert message is not None
                 self._judge_answer(body, message, status, stateless)
-                await self._deliver(body, f"POST {number} response")
+                await self._deliver(body, f"POST {number} response", refusal=status >= 300)
                 return
             if body.strip():
-                await self._deliver(body, f"POST {number} response")
+                await self._deliver(body, f"POST {number} response", refusal=status >= 300)
                 return
-        opening = method == "initialize" or (stateless and not self._opened)
         if status >= 300 and opening:
             # Nothing will answer: the server does not speak this revision here.
             self._end(f"{method} was refused with HTTP {status} and no JSON-RPC body")
@@ -683,6 +706,21 @@ class HttpLink:
                 + (" unless 2026-07-28 maps their code to a status" if stateless else "")
                 + f" ({page}; the Streamable HTTP contract)",
             )
+
+    def _refusal(self, method: Any, response: httpx.Response) -> str:
+        """Why a 401 keeps the checker out, and what to do about it."""
+        challenge = response.headers.get("www-authenticate", "")
+        plain = bool(challenge) and _plain_header(challenge)
+        shown = f" (WWW-Authenticate: {challenge[:200]})" if plain else ""
+        if any(name.lower() == "authorization" for name in self._target.headers):
+            return (
+                f"{method} was answered HTTP 401 Unauthorized{shown}: the server refused "
+                "the Authorization header given with --header"
+            )
+        return (
+            f"{method} was answered HTTP 401 Unauthorized{shown}: this server wants a "
+            "token; pass it with --header 'Authorization: Bearer TOKEN'"
+        )
 
     def _learn_session(self, response: httpx.Response) -> None:
         session_id = response.headers.get("mcp-session-id")
@@ -783,6 +821,15 @@ class HttpLink:
                 "accepted with 202 (or 200), the answer travelling on the SSE stream "
                 "(2024-11-05 transports, HTTP with SSE)",
             )
+
+
+def _failure(exc: httpx.HTTPError) -> str:
+    """What went wrong with an HTTP request, in words."""
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect ({exc or 'connection refused'})"
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer in time"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _json_rpc(body: bytes) -> bool:

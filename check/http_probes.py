@@ -21,7 +21,7 @@ check with probes that all passed gets one PASSED finding saying what was seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -39,7 +39,7 @@ from mcpspec.runtime.session.version_negotiation import (
     is_stateless,
 )
 
-from .findings import Finding, Outcome, RevisionReport
+from .findings import Finding, Outcome, RevisionReport, broken
 from .http_wire import (
     ACCEPT_BOTH,
     MAX_MESSAGE,
@@ -60,10 +60,20 @@ if TYPE_CHECKING:
 __all__ = ["HTTP_CHECKS", "check_http"]
 
 #: The checks the probes speak for.
-HTTP_CHECKS: Final = ("http.status", "http.headers", "http.session")
+HTTP_CHECKS: Final = ("http.status", "http.headers", "http.origin", "http.session")
 _CLIENT_INFO: Final = {"name": "mcpspec-check", "version": "1"}
 #: A protocol version no server speaks.
 _UNSUPPORTED: Final = "1999-01-01"
+#: An origin no server allows (``.invalid`` is never a real domain).
+FOREIGN_ORIGIN: Final = "http://mcpspec-check.invalid"
+#: The first revision naming the answer to an invalid Origin: 403 Forbidden.
+ORIGIN_403_SINCE: Final = "2025-11-25"
+#: Why an error with id null does not answer a request whose id could be read.
+ID_NULL_WHY: Final = (
+    "an HTTP probe's request, whose id could be read, was answered with an error with id "
+    "null: JSON-RPC 2.0 keeps id null for requests whose id could not be read, and every "
+    "MCP revision says error responses include the id of the request they answer"
+)
 
 
 class _Options(Protocol):
@@ -118,6 +128,12 @@ class _Probes:
         self.client = client
         self.timeout = timeout
         self.page = transport_page(revision)
+        recorder = target.recorder
+        #: Where the probes' traffic is recorded (``--record``), if anywhere.
+        self.recording = (
+            recorder.open(revision, "http-probes", "http") if recorder is not None else None
+        )
+        self._exchanges = 0
         #: What passed, by check.
         self.passed: dict[str, list[str]] = {check: [] for check in HTTP_CHECKS}
         #: Why a check did not run, when it did not.
@@ -171,8 +187,14 @@ class _Probes:
         read: bool = True,
     ) -> _Exchange | None:
         """Send one HTTP request; read its messages (up to the one answering
-        ``answer_of``, within the time limit). ``None`` when the exchange failed."""
+        ``answer_of``, within the time limit). ``None`` when the exchange failed. An
+        error with id null answering an accepted request with an id is filed, as the
+        conversation files it."""
         content = msgspec.json.encode(body) if body is not None else None
+        self._exchanges += 1
+        label = f"{method} {self._exchanges}"
+        if self.recording is not None and content is not None:
+            self.recording.write("client", content, label)
         try:
             with anyio.fail_after(self.timeout):
                 async with self.client.stream(
@@ -183,9 +205,30 @@ class _Probes:
                     )
                     if read:
                         await self._read(response, exchange, answer_of)
-                    return exchange
         except (httpx.HTTPError, TimeoutError, BodyTooLarge):
             return None
+        if self.recording is not None:
+            for data in exchange.messages:
+                self.recording.write("server", data, f"{label} response (HTTP {exchange.status})")
+        # Only an accepted request's answer: a refusal (300 and up) is the transport's,
+        # its JSON-RPC request unread, as the conversation judges it.
+        accepted = 200 <= exchange.status < 300
+        if accepted and isinstance(body, dict) and "id" in body:
+            self._id_null(method, body, exchange)
+        return exchange
+
+    def _id_null(self, method: str, body: dict[str, Any], exchange: _Exchange) -> None:
+        for data in exchange.messages:
+            try:
+                decoded = msgspec.json.decode(data)
+            except (msgspec.DecodeError, RecursionError):
+                continue
+            if isinstance(decoded, dict) and "error" in decoded and decoded.get("id") is None:
+                answered = f"{body.get('method')}, HTTP {exchange.status}"
+                where = f"{method} {self.target.path} ({answered})"
+                finding = broken("protocol.responses", where, ID_NULL_WHY, self.revision)
+                self.report.add(replace(finding, probe="HTTP probes"))
+                return
 
     async def _read(self, response: httpx.Response, exchange: _Exchange, answer_of: Any) -> None:
         if exchange.media == "text/event-stream":
@@ -267,6 +310,45 @@ class _Probes:
         await self.get_without_event_stream(session)
         if session_id is not None:
             await self.delete(session)
+        opening["id"] = self.next_id()
+        await self.foreign_origin(opening, self.headers())
+
+    async def foreign_origin(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        """The opening request from a foreign ``Origin`` (a page of another site, the
+        DNS rebinding attack): refused, with 403 from 2025-11-25."""
+        headers = {**headers, "Origin": FOREIGN_ORIGIN}
+        # (2025-11-25: the 403's body "MAY comprise a JSON-RPC error response that has
+        # no id": a refusal, which the exchange does not judge for ids.)
+        answer = await self.exchange("POST", headers, body, answer_of=body["id"])
+        if answer is None:
+            return
+        session_id = answer.headers.get("mcp-session-id")
+        if session_id is not None and 200 <= answer.status < 300 and visible_ascii(session_id):
+            # Accepted: end the session it opened (unjudged).
+            await self.exchange("DELETE", {**self.target.headers, "Mcp-Session-Id": session_id})
+        what = f"{body['method']} with Origin: {FOREIGN_ORIGIN}"
+        section = "Security & Endpoint 1" if is_stateless(self.revision) else "Security Warning 1"
+        if answer.status == 403:
+            self.ok("http.origin", f"{what} got 403")
+        elif self.revision >= ORIGIN_403_SINCE:
+            self.problem(
+                "http.origin",
+                "POST",
+                f"{what} was answered {answer.shown()}; 'If the Origin header is present and "
+                "invalid, servers MUST respond with HTTP 403 Forbidden' "
+                f"({self.page}, {section})",
+            )
+        elif 200 <= answer.status < 300:
+            self.problem(
+                "http.origin",
+                "POST",
+                f"{what} was accepted ({answer.status}); 'Servers MUST validate the Origin "
+                "header on all incoming connections to prevent DNS rebinding attacks' "
+                f"({self.page}, {section}; 2025-11-25 names the answer: 403 "
+                "Forbidden)",
+            )
+        else:
+            self.ok("http.origin", f"{what} refused with {answer.status}")
 
     def ping(self) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": self.next_id(), "method": "ping"}
@@ -309,8 +391,11 @@ class _Probes:
             404,
             "with an unknown Mcp-Session-Id",
             "with an Mcp-Session-Id the server never minted",
-            f"a session id the server does not know (ended, or never minted) is answered "
-            f"404 Not Found ({self.page}, Session Management 3)",
+            "no rule names the status for an id the server never minted, but a client "
+            "starts a new session only on 404 (Session Management 4: 'When a client "
+            "receives HTTP 404 in response to a request containing an Mcp-Session-Id, it "
+            "MUST start a new session'), and a terminated session's id gets 404 (Session "
+            f"Management 3): answer 404 Not Found so that the client recovers ({self.page})",
         )
 
     async def _session_ping(
@@ -467,6 +552,7 @@ class _Probes:
             {"jsonrpc": "2.0", "method": "notifications/mcpspec-check"},
             {"MCP-Protocol-Version": self.revision, "Mcp-Method": "notifications/mcpspec-check"},
         )
+        await self.foreign_origin(self.modern("server/discover"), self.mirrored("server/discover"))
 
     async def refused_method(self, method: str) -> None:
         headers = {
@@ -625,8 +711,12 @@ async def check_http(
         return
     async with target.client() as client:
         probes = _Probes(target, revision, report, client, options.timeout)
-        if is_stateless(revision):
-            await probes.stateless()
-        else:
-            await probes.handshake()
+        try:
+            if is_stateless(revision):
+                await probes.stateless()
+            else:
+                await probes.handshake()
+        finally:
+            if probes.recording is not None:
+                probes.recording.close()
     probes.finish()

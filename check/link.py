@@ -22,10 +22,13 @@ Transport = Literal["stdio", "http", "sse"]
 
 
 class Received(NamedTuple):
-    """One message the server wrote (its bytes, undecoded) and where it was found."""
+    """One message the server wrote (its bytes, undecoded) and where it was found;
+    ``refusal``: it is the body of an HTTP refusal (a status of 300 or more), written
+    by a transport that refused the HTTP request before reading the JSON-RPC one."""
 
     data: bytes
     where: str
+    refusal: bool = False
 
 
 class Link(Protocol):

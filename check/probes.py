@@ -295,13 +295,15 @@ async def _read_resources(conv: Conversation, resources: list[dict[str, Any]] | 
         return
     for resource in resources[:MAX_READS]:
         uri = resource.get("uri")
-        reply = await conv.request(typed(conv, "resources/read", {"uri": uri}))
+        request = typed(conv, "resources/read", {"uri": uri})
+        subject = conv.subjects[request.id] = f"resource {show(uri)}"
+        reply = await conv.request(request)
+        conv.subjects.pop(request.id, None)
         if reply.kind == "result":
             continue
         if reply.kind != "refused":
-            conv.problem(
-                "surface.read", reply.where or "resources/read", f"{show(uri)}: {said(reply)}"
-            )
+            where = reply.where or "resources/read"
+            conv.problem("surface.read", where, f"{show(uri)}: {said(reply)}", subject=subject)
         return
     conv.passed("surface.read", "resources/read", f"{min(len(resources), MAX_READS)} read")
 
@@ -314,12 +316,14 @@ async def _get_prompts(conv: Conversation, prompts: list[dict[str, Any]] | None)
         if any(argument.get("required") for argument in prompt.get("arguments") or ()):
             continue
         name = prompt.get("name")
-        reply = await conv.request(typed(conv, "prompts/get", {"name": name}))
+        request = typed(conv, "prompts/get", {"name": name})
+        subject = conv.subjects[request.id] = f"prompt {show(name)}"
+        reply = await conv.request(request)
+        conv.subjects.pop(request.id, None)
         if reply.kind != "result":
             if reply.kind != "refused":
-                conv.problem(
-                    "surface.read", reply.where or "prompts/get", f"{show(name)}: {said(reply)}"
-                )
+                where = reply.where or "prompts/get"
+                conv.problem("surface.read", where, f"{show(name)}: {said(reply)}", subject=subject)
             return
         got += 1
     if got:
@@ -352,11 +356,31 @@ def _tool_schemas(conv: Conversation, tools: list[dict[str, Any]] | None) -> set
                 sound.add((index, member))
             else:
                 bad += 1
-                conv.problem("surface.json-schema", where, f"tool {name}: {problem}")
+                why = f"tool {name}: {problem}"
+                conv.problem("surface.json-schema", where, why, subject=f"tool {name}")
     if not bad:
         more = f" ({unchecked} schemas not checked)" if unchecked else ""
         conv.passed("surface.json-schema", "tools/list", f"{len(tools)} tools{more}")
     return sound
+
+
+#: What became of each tool called, in the order the summary says them.
+_CALLED: Final = (
+    ("result", "results"),
+    ("tool-error", "tool errors (isError)"),
+    ("error", "JSON-RPC errors"),
+    ("input", "asking for input"),
+    ("busy", "still busy after the timeout"),
+    ("refused", "answers breaking a rule"),
+    ("task", "task-required (called without a task)"),
+    ("unbuilt", "not called: no arguments could be built"),
+    ("unsound", "not called: inputSchema unusable"),
+)
+
+
+def _task_required(tool: dict[str, Any]) -> bool:
+    execution = tool.get("execution")
+    return isinstance(execution, dict) and execution.get("taskSupport") == "required"
 
 
 async def _call_tools(
@@ -364,46 +388,84 @@ async def _call_tools(
 ) -> None:
     """Call every tool with arguments made from its inputSchema. A JSON-RPC error, a tool
     error or a tool still busy after the timeout (cancelled then) is no defect: MCP has
-    no rule on what a tool does. A result that breaks the tool's outputSchema is."""
+    no rule on what a tool does. A result that breaks the tool's outputSchema is, and so
+    is a task-required tool that serves a call made without a task (2025-11-25 tasks:
+    the server MUST answer -32601)."""
     if not tools:
         conv.skipped("surface.call", "no tools")
         return
-    counts = {"result": 0, "error": 0, "busy": 0, "input": 0, "unbuilt": 0}
+    counts = dict.fromkeys((key for key, _ in _CALLED), 0)
     for index, tool in enumerate(tools):
         name = tool.get("name")
+        subject = f"tool {show(name)}"
         if (index, "inputSchema") not in sound:
+            counts["unsound"] += 1
             continue  # filed by surface.json-schema; no arguments can be made for it
         try:
             arguments = example_of(tool["inputSchema"])
         except GaveUp as exc:
             counts["unbuilt"] += 1
-            why = f"tool {show(name)}: not called, no arguments could be built: {exc}"
+            why = f"{subject}: not called, no arguments could be built: {exc}"
             conv.skipped("surface.call", why, f"tools/call {show(name)}")
             continue
         request = typed(conv, "tools/call", {"name": name, "arguments": arguments})
+        conv.subjects[request.id] = subject
         reply = await conv.request(request, progress_token=f"mcpspec-check-{name}")
+        conv.subjects.pop(request.id, None)
         where = reply.where or f"tools/call {name}"
+        if _task_required(tool):
+            counts["task"] += 1
+            _task_refusal(conv, subject, reply, where)
+            if reply.kind == "timeout":
+                await conv.raw_send(conv.session.cancel(request.id, "mcpspec check: timeout"))
+            elif reply.kind == "closed":
+                conv.problem("surface.call", where, f"{subject}: the connection ended")
+                return
+            continue
         if reply.kind == "timeout":
             counts["busy"] += 1
             await conv.raw_send(conv.session.cancel(request.id, "mcpspec check: timeout"))
         elif reply.kind == "error":
             counts["error"] += 1
+        elif reply.kind == "refused":
+            counts["refused"] += 1  # filed where the rule broke
         elif reply.kind == "result":
             if getattr(type(reply.value), "result_type", None) == RESULT_INPUT_REQUIRED:
                 counts["input"] += 1  # asks for input: the retry is not followed
+                continue
+            if getattr(reply.value, "is_error", False) is True:
+                counts["tool-error"] += 1
                 continue
             counts["result"] += 1
             if (index, "outputSchema") in sound:
                 _check_structured(conv, tool, reply.value, where)
         elif reply.kind == "closed":
-            conv.problem("surface.call", where, f"tool {show(name)}: the connection ended")
+            conv.problem("surface.call", where, f"{subject}: the connection ended")
             return
-    conv.passed(
-        "surface.call",
-        "tools/call",
-        f"{len(tools)} tools: {counts['result']} results, {counts['error']} errors, "
-        f"{counts['input']} asking for input, {counts['busy']} still busy after the timeout, "
-        f"{counts['unbuilt']} not called",
+    told = ", ".join(f"{counts[key]} {label}" for key, label in _CALLED if counts[key])
+    conv.passed("surface.call", "tools/call", f"{len(tools)} tools: {told or 'none called'}")
+
+
+def _task_refusal(conv: Conversation, subject: str, reply: Reply, where: str) -> None:
+    """A task-required tool called without a task: -32601, nothing else."""
+    if reply.kind == "error" and _code(reply) == -32601:
+        conv.passed("protocol.tasks", where, f"{subject}: called without a task, -32601")
+        return
+    if reply.kind == "refused":
+        return  # the answer broke a rule: filed where it broke
+    if reply.kind == "result":
+        failed = getattr(reply.value, "is_error", False) is True
+        answer = "a result" + (" with isError: true" if failed else " (served)")
+    else:
+        answer = said(reply)
+    conv.problem(
+        "protocol.tasks",
+        where,
+        f'{subject} declares execution.taskSupport "required"; called without a task it '
+        f'was answered {answer}: \'If execution.taskSupport is "required", ... Servers '
+        "MUST return a -32601 (Method not found) error if a client does not attempt to do "
+        "so' (2025-11-25 tasks, Tool-Level Negotiation)",
+        subject=subject,
     )
 
 
@@ -418,6 +480,7 @@ def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, whe
             "surface.call",
             f"{where}: $.result",
             f"tool {name} declares an outputSchema but its result has no structuredContent",
+            subject=f"tool {name}",
         )
         return
     try:
@@ -432,4 +495,5 @@ def _check_structured(conv: Conversation, tool: dict[str, Any], result: Any, whe
             "surface.call",
             f"{where}: $.result.structuredContent{path}",
             clip(f"tool {name}: structuredContent does not match outputSchema: {why}"),
+            subject=f"tool {name}",
         )

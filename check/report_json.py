@@ -1,13 +1,13 @@
 """The JSON report of a check run (``--json FILE``): every finding, in a stable shape.
 
-Shape (version 1)::
+Shape (version 2)::
 
     {
       "format": "mcpspec-report", "version": 1,
       "target": "python server.py",        # the command line, URL or files checked
       "seconds": 1.23,
       "exit_status": 1,                    # what the command exits with
-      "counts": {"passed": 40, "failed": 1, "warning": 2, "skipped": 3},
+      "counts": {"passed": 40, "failed": 1, "warning": 2, "skipped": 3, "note": 1},
       "revisions": [
         {
           "revision": "2025-06-18",         # or "negotiation"
@@ -17,15 +17,20 @@ Shape (version 1)::
           "findings": [
             {"check": "schema.message", "category": "schema", "level": "MUST",
              "outcome": "failed", "where": "stdout line 7: $.result.tools[0].name",
-             "why": "Expected `str`, got `int`"}
+             "why": "Expected `str`, got `int`",
+             "probe": "surface",             # the probe that provoked it, if one did
+             "subject": "tool \"add\"",      # the tool, resource or prompt it is about
+             "count": 1}                     # times seen for this cause (where: the first)
           ]
         }
       ],
       "stderr": ""                         # what the server wrote on stderr (stdio)
     }
 
-Keys are only ever added in a new version; ``outcome`` is one of ``passed``, ``failed``,
-``warning``, ``skipped``; ``level`` is ``MUST`` or ``SHOULD``.
+Keys are only ever added in a new version (2 added ``probe``, ``subject``, ``count`` and
+the ``note`` outcome); ``outcome`` is one of ``passed``, ``failed``, ``warning``,
+``skipped``, ``note`` (what a probe provoked and the specification allows); ``level`` is
+``MUST`` or ``SHOULD``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from .findings import Finding, Outcome, Report, RevisionReport
 __all__ = ["FORMAT", "VERSION", "as_json", "dumps", "write_json"]
 
 FORMAT: Final = "mcpspec-report"
-VERSION: Final = 1
+VERSION: Final = 2
 
 
 def _finding(finding: Finding) -> dict[str, Any]:
@@ -52,6 +57,9 @@ def _finding(finding: Finding) -> dict[str, Any]:
         "outcome": finding.outcome.value,
         "where": finding.where,
         "why": finding.why,
+        "probe": finding.probe,
+        "subject": finding.subject,
+        "count": finding.count,
     }
 
 

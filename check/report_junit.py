@@ -1,11 +1,17 @@
 """The JUnit XML report of a check run (``--junit FILE``), as CI systems read it.
 
-One ``<testsuite>`` per revision (per file, for ``validate``), one ``<testcase>`` per
-check that has findings there, named by the check id. A check with a failure gets a
-``<failure>`` listing every failed place; one that was only skipped gets ``<skipped>``;
-a check that passed with warnings passes, its warnings in ``<system-out>`` (with
-``strict_warnings`` they are failures, as the exit status says). The server's stderr goes
-in the ``<system-err>`` of the whole run.
+One ``<testsuite>`` per revision (per file, for ``validate``) with the time it took. In
+it, one ``<testcase>`` per kind of finding:
+
+* each problem (a rule broken for one cause, however many times) is a case of its own,
+  named ``check: why``: a MUST rule broken is a ``<failure>``; a SHOULD rule broken
+  passes, its warning in a ``warning`` property and in ``<system-out>`` (with
+  ``strict_warnings`` it is a failure, as the exit status says);
+* each check with no problem is one case named by its id: passed (what was seen in
+  ``<system-out>``, notes on probes too), or ``<skipped>`` when it could not run.
+
+A case caused by a probe takes that probe's time. The server's stderr goes in the
+``<system-err>`` of the whole run.
 
 Every text may come from the server under check: characters XML 1.0 cannot hold are
 written escaped (``\\x1b``), and the rest is escaped by the XML writer.
@@ -18,6 +24,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Final
 
+from mcpspec.runtime.errors import clip
+
 from .catalog import CHECKS
 from .findings import Finding, Outcome, Report, RevisionReport
 
@@ -26,6 +34,8 @@ __all__ = ["dumps", "to_xml", "write_junit"]
 #: Catalog order, for the testcases.
 _ORDER: Final = {check: index for index, check in enumerate(CHECKS)}
 _NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: The longest ``why`` in a testcase's name.
+NAME_WHY: Final = 120
 
 
 def _text(value: str) -> str:
@@ -34,45 +44,66 @@ def _text(value: str) -> str:
 
 def _line(finding: Finding) -> str:
     where = f"{finding.where}: " if finding.where else ""
-    return _text(f"{finding.outcome.value}: {where}{finding.why}")
+    parts = [f"{finding.outcome.value}: {where}{finding.why}"]
+    if finding.subject:
+        parts.append(f"about: {finding.subject}")
+    if finding.probe and not finding.why.startswith("probe:"):
+        parts.append(f"probe: {finding.probe}")
+    if finding.count > 1:
+        parts.append(f"seen {finding.count} times (where: the first)")
+    return _text("; ".join(parts))
 
 
 def _suite_name(revision: RevisionReport) -> str:
     return _text(f"{revision.revision} {revision.source}".strip())
 
 
-def _testcase(
-    suite: ET.Element, name: str, check: str, findings: list[Finding], strict_warnings: bool
-) -> str:
-    """Add the testcase of ``check``; its outcome ("failed", "skipped" or "passed")."""
-    case = ET.SubElement(
-        suite,
-        "testcase",
-        {"classname": name, "name": check, "time": "0"},
-    )
-    failing = {Outcome.FAILED, Outcome.WARNING} if strict_warnings else {Outcome.FAILED}
-    failed = [f for f in findings if f.outcome in failing]
-    warnings = [f for f in findings if f.outcome is Outcome.WARNING and f not in failed]
+def _case(suite: ET.Element, classname: str, name: str, seconds: float | None) -> ET.Element:
+    attributes = {"classname": classname, "name": _text(name)}
+    if seconds is not None:
+        attributes["time"] = f"{seconds:.3f}"
+    return ET.SubElement(suite, "testcase", attributes)
+
+
+def _problem(
+    suite: ET.Element,
+    classname: str,
+    revision: RevisionReport,
+    finding: Finding,
+    strict_warnings: bool,
+) -> bool:
+    """Add the testcase of one problem; whether it failed."""
+    name = f"{finding.check}: {clip(finding.why, NAME_WHY)}"
+    case = _case(suite, classname, name, revision.probe_seconds.get(finding.probe))
+    level = CHECKS[finding.check].level.value
+    failed = finding.outcome is Outcome.FAILED or strict_warnings
     if failed:
         failure = ET.SubElement(
-            case,
-            "failure",
-            {
-                "message": _text(failed[0].why or failed[0].where or check)[:500],
-                "type": CHECKS[check].level.value,
-            },
+            case, "failure", {"message": _text(finding.why)[:500], "type": level}
         )
-        failure.text = "\n".join(_line(f) for f in failed)
-        outcome = "failed"
-    elif all(f.outcome is Outcome.SKIPPED for f in findings):
-        ET.SubElement(case, "skipped", {"message": _text(findings[0].why)[:500]})
-        outcome = "skipped"
+        failure.text = _line(finding)
     else:
-        outcome = "passed"
-    notes = [f for f in findings if f.outcome is Outcome.PASSED] + warnings
-    if notes:
-        ET.SubElement(case, "system-out").text = "\n".join(_line(f) for f in notes)
-    return outcome
+        properties = ET.SubElement(case, "properties")
+        ET.SubElement(properties, "property", {"name": "warning", "value": _text(finding.why)})
+        ET.SubElement(properties, "property", {"name": "level", "value": level})
+        ET.SubElement(case, "system-out").text = _line(finding)
+    return failed
+
+
+def _check(
+    suite: ET.Element, classname: str, revision: RevisionReport, findings: list[Finding]
+) -> bool:
+    """Add the testcase of a check with no problem; whether it was skipped."""
+    timed = {f.probe for f in findings if f.probe in revision.probe_seconds}
+    seconds = sum(revision.probe_seconds[probe] for probe in timed) if timed else None
+    case = _case(suite, classname, findings[0].check, seconds)
+    skipped = all(f.outcome is Outcome.SKIPPED for f in findings)
+    if skipped:
+        ET.SubElement(case, "skipped", {"message": _text(findings[0].why)[:500]})
+    shown = [f for f in findings if f.outcome in (Outcome.PASSED, Outcome.NOTE)]
+    if shown:
+        ET.SubElement(case, "system-out").text = "\n".join(_line(f) for f in shown)
+    return skipped
 
 
 def to_xml(report: Report, *, strict_warnings: bool = False) -> ET.Element:
@@ -82,21 +113,26 @@ def to_xml(report: Report, *, strict_warnings: bool = False) -> ET.Element:
     for revision in report.revisions:
         name = _suite_name(revision)
         suite = ET.SubElement(root, "testsuite", {"name": name})
-        by_check: dict[str, list[Finding]] = {}
-        for finding in revision.findings:
-            by_check.setdefault(finding.check, []).append(finding)
-        counts = {"tests": len(by_check), "failures": 0, "skipped": 0}
         if revision.stopped:
             props = ET.SubElement(suite, "properties")
             ET.SubElement(props, "property", {"name": "stopped", "value": _text(revision.stopped)})
-        for check, findings in sorted(by_check.items(), key=lambda item: _ORDER[item[0]]):
-            outcome = _testcase(suite, name, check, findings, strict_warnings)
-            if outcome == "failed":
-                counts["failures"] += 1
-            elif outcome == "skipped":
-                counts["skipped"] += 1
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        problems = sorted(
+            (f for f in revision.findings if f.problem), key=lambda f: _ORDER[f.check]
+        )
+        for finding in problems:
+            counts["tests"] += 1
+            counts["failures"] += _problem(suite, name, revision, finding, strict_warnings)
+        troubled = {f.check for f in problems}
+        by_check: dict[str, list[Finding]] = {}
+        for finding in revision.findings:
+            if finding.check not in troubled:
+                by_check.setdefault(finding.check, []).append(finding)
+        for _, findings in sorted(by_check.items(), key=lambda item: _ORDER[item[0]]):
+            counts["tests"] += 1
+            counts["skipped"] += _check(suite, name, revision, findings)
         suite.attrib.update({k: str(v) for k, v in counts.items()})
-        suite.attrib.update({"errors": "0", "time": "0"})
+        suite.attrib.update({"errors": "0", "time": f"{revision.seconds:.3f}"})
         for key, value in counts.items():
             totals[key] += value
     root.attrib.update({k: str(v) for k, v in totals.items()})

@@ -28,7 +28,7 @@ from typing import Any, Final, TextIO
 from .catalog import CHECKS
 from .findings import Finding, Outcome, Report, RevisionReport
 
-__all__ = ["Progress", "clean", "render", "summary", "use_color", "write"]
+__all__ = ["Progress", "clean", "render", "summary", "told", "use_color", "write"]
 
 #: Lines of the server's stderr shown at most (the newest).
 STDERR_LINES: Final = 20
@@ -45,6 +45,7 @@ _COLORS: Final = {
     Outcome.WARNING: "\x1b[33m",
     Outcome.PASSED: "\x1b[32m",
     Outcome.SKIPPED: "\x1b[2m",
+    Outcome.NOTE: "\x1b[36m",
 }
 _BOLD, _RESET = "\x1b[1m", "\x1b[0m"
 #: Control characters, and lone surrogates (a non-UTF-8 file name or argument decoded
@@ -134,7 +135,7 @@ def _table(findings: Sequence[Finding], width: int, style: _Style) -> list[str]:
     out = [style.bold(head.rstrip()), "-" * min(width, len(head) + why_w - 3)]
     for finding in findings:
         where = _wrap(finding.where, where_w, WHY_LINES)
-        why = _wrap(finding.why, why_w, WHY_LINES)
+        why = _wrap(told(finding), why_w, WHY_LINES)
         for index in range(max(len(where), len(why))):
             check = finding.check if index == 0 else ""
             result = finding.outcome.value if index == 0 else ""
@@ -155,11 +156,24 @@ def _stacked(findings: Sequence[Finding], width: int, style: _Style) -> list[str
     out: list[str] = []
     for finding in findings:
         out.append(f"{finding.check}  {style.outcome(finding.outcome, finding.outcome.value)}")
-        for label, text in (("where", finding.where), ("why", finding.why)):
+        for label, text in (("where", finding.where), ("why", told(finding))):
             if text:
                 for line in _wrap(f"{label}: {text}", width - 2, WHY_LINES, "  "):
                     out.append(f"  {line}")
     return out
+
+
+def told(finding: Finding) -> str:
+    """A finding's ``why`` with what it is about, how often it was seen and the probe
+    that provoked it."""
+    why = finding.why
+    if finding.subject and finding.subject not in why:
+        why = f"{finding.subject}: {why}"
+    if finding.count > 1:
+        why += f" (seen {finding.count} times; where: the first)"
+    if finding.probe and not why.startswith("probe:"):
+        why += f" [probe: {finding.probe}]"
+    return why
 
 
 def _sorted(findings: Iterable[Finding]) -> list[Finding]:
@@ -198,12 +212,36 @@ def _revision(revision: RevisionReport, width: int, style: _Style) -> list[str]:
     if warnings:
         out += ["", style.outcome(Outcome.WARNING, f"Warnings ({len(warnings)}):")]
         out += _table(warnings, width, style)
+    notes = revision.problems(Outcome.NOTE)
+    if notes:
+        out += ["", style.outcome(Outcome.NOTE, f"Notes ({len(notes)}):")]
+        out += _table(notes, width, style)
     skipped = revision.problems(Outcome.SKIPPED)
     if skipped:
         items = "; ".join(f"{f.check}" + (f" ({clean(f.why)})" if f.why else "") for f in skipped)
         out += ["", *_wrap_plain(f"Skipped: {items}", width)]
     if not revision.findings:
         out.append("(no findings)")
+    return out
+
+
+def _causes(report: Report, width: int, style: _Style) -> list[str]:
+    """Every problem once per rule and cause, over all revisions: what to fix."""
+    causes = report.causes()
+    if not causes:
+        return []
+    title = _wrap_plain(f"To fix ({len(causes)} causes):", width)
+    out = ["", *(style.bold(line) for line in title)]
+    for cause in causes:
+        finding = cause.finding
+        level = CHECKS[finding.check].level.value
+        seen = f"{cause.count}x in {', '.join(cause.revisions)}"
+        head = f"- {finding.check} ({level}, {finding.outcome.value}; {seen}): "
+        text = clean(head + told(finding))
+        if finding.where:
+            text += f" at {clean(finding.where)}"
+        lines = _wrap_plain(text, width, WHY_LINES)
+        out += [style.outcome(finding.outcome, line) for line in lines]
     return out
 
 
@@ -233,6 +271,9 @@ def summary(report: Report, *, color: bool = False, width: int = 0) -> str:
         (Outcome.WARNING, "warnings"),
         (Outcome.SKIPPED, "skipped"),
     ]
+    notes = report.count(Outcome.NOTE)
+    if notes:
+        words.append((Outcome.NOTE, "notes" if notes > 1 else "note"))
     for index, (outcome, word) in enumerate(words):
         count = report.count(outcome)
         text = f"{count} {word}"
@@ -254,9 +295,9 @@ def render(report: Report, *, width: int = 100, color: bool = False) -> str:
     """The whole report as text, ``width`` columns wide, coloured when ``color``."""
     style = _Style(color)
     width = max(width, 20)
-    out = [
-        style.bold(line) for line in _wrap_plain(f"mcpspec check: {clean(report.target)}", width)
-    ]
+    heading = f"mcpspec {report.command}: {clean(report.target)}"
+    out = [style.bold(line) for line in _wrap_plain(heading, width)]
+    out += _causes(report, width, style)
     for revision in report.revisions:
         out += ["", *_revision(revision, width, style)]
     stderr = _stderr(report.stderr, width)

@@ -20,20 +20,23 @@ no revision has and one older than all: the answer must be a version the server 
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import mcpspec
+import mcpspec.check.probes as probes  # not ``from . import``: __init__ imports this lazily
 from mcpspec.runtime import ClientSession, Limits
 from mcpspec.runtime.errors import clip, show
 from mcpspec.runtime.session.version_negotiation import is_stateless
 
-from . import probes
 from .conversation import CLIENT_CAPABILITIES, CLIENT_INFO, Conversation, Reply
+from .errors import Unreachable
 from .findings import Finding, Outcome, Report, RevisionReport
 from .link import Target
+from .record import Recorder
 
 __all__ = ["Listener", "Options", "check_server"]
 
@@ -52,39 +55,137 @@ LIMITS: Final = Limits(max_message_bytes=64 * 1024 * 1024)
 class Options:
     """How to check: which revisions (default all, newest first), whether tools may be
     called (they may have side effects), whether to go on past a failed negotiation,
-    how long to wait for one answer, and who hears about progress."""
+    how long to wait for one answer, who hears about progress, and where to record the
+    traffic."""
 
     revisions: tuple[str, ...] = field(default_factory=lambda: tuple(reversed(mcpspec.REVISIONS)))
     call_tools: bool = False
     lenient: bool = False
     timeout: float = 10.0
     listener: Listener | None = None
+    #: A directory to record every connection's traffic in (see :mod:`.record`).
+    record: str | os.PathLike[str] | None = None
 
 
-async def check_server(target: Target, options: Options | None = None) -> Report:
-    """Check ``target`` in every revision ``options`` names; the report of all findings."""
+async def check_server(
+    target: Target | None = None,
+    options: Options | None = None,
+    *,
+    command: Sequence[str] | None = None,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Report:
+    """Check a server in every revision ``options`` names; the report of all findings.
+
+    Name the server by one of ``target`` (a :class:`~.link.Target`), ``command`` (a stdio
+    server's command line, with its ``env`` and ``cwd``) or ``url`` (an HTTP endpoint,
+    with ``headers`` for every request)::
+
+        report = await check_server(command=["python", "server.py"])
+        assert report.exit_status() == 0, render(report)
+
+    Raises :class:`~.errors.Unreachable` when the server could not be reached at all,
+    :class:`~.errors.CheckError` when it cannot be started."""
     options = options or Options()
+    target = _target(target, command, url, headers, env, cwd, options.timeout)
+    if options.record is not None:
+        if not hasattr(target, "recorder"):
+            raise ValueError(f"{type(target).__name__} cannot record its traffic")
+        target.recorder = Recorder(options.record, target.description)
     unknown = [r for r in options.revisions if r not in mcpspec.REVISIONS]
     if unknown:
         raise ValueError(f"unknown revisions {unknown}; known: {list(mcpspec.REVISIONS)}")
     report = Report(target.description)
     start = time.perf_counter()
+    contacts: list[_Contact] = []
     for revision in options.revisions:
         section = RevisionReport(revision)
         report.revisions.append(section)
         _status(options, f"{revision}: connecting")
+        began = time.perf_counter()
         if is_stateless(revision):
-            await _stateless(target, section, options)
+            contact = await _stateless(target, section, options)
         else:
-            await _handshake(target, section, options)
+            contact = await _handshake(target, section, options)
+        section.seconds = time.perf_counter() - began
+        if contact.refused:
+            raise Unreachable(contact.refused)
+        contacts.append(contact)
+    _reached(target, contacts)
     spoken = [r.revision for r in report.revisions if r.accepted and not is_stateless(r.revision)]
     if spoken:
         section = RevisionReport("negotiation")
         report.revisions.append(section)
+        began = time.perf_counter()
         await _offers(target, section, options, spoken)
+        section.seconds = time.perf_counter() - began
     report.stderr = target.stderr
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _target(
+    target: Target | None,
+    command: Sequence[str] | None,
+    url: str | None,
+    headers: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+    timeout: float,
+) -> Target:
+    """The target named by exactly one of ``target``, ``command`` and ``url``."""
+    named = [what for what in (target, command, url) if what is not None]
+    if len(named) != 1:
+        raise ValueError("name the server by exactly one of target, command and url")
+    if (env is not None or cwd is not None) and command is None:
+        raise ValueError("env and cwd are for a command")
+    if headers is not None and url is None:
+        raise ValueError("headers are for a url")
+    if command is not None:
+        if isinstance(command, str) or not command:
+            raise ValueError("command is a non-empty list: the program, then its arguments")
+        from .stdio import StdioTarget
+
+        return StdioTarget(command[0], command[1:], env=env, cwd=cwd)
+    if url is not None:
+        from .http import HttpTarget
+
+        return HttpTarget(url, headers, timeout=timeout)
+    assert target is not None
+    return target
+
+
+@dataclass(frozen=True)
+class _Contact:
+    """What one revision's connection got from the server: messages, whether the
+    connection ended (and why), and a refusal that keeps the checker out (401)."""
+
+    seen: int
+    ended: str | None
+    refused: str | None = None
+
+
+def _contact(conv: Conversation) -> _Contact:
+    link = conv.link
+    reason = getattr(link, "closed_reason", "") or "the connection ended"
+    return _Contact(
+        conv.seen, reason if conv.closed else None, getattr(link, "access_refused", None)
+    )
+
+
+def _reached(target: Target, contacts: list[_Contact]) -> None:
+    """Raise :class:`Unreachable` when no connection got a single message and every one
+    ended: nothing listens, or the command exits at once. That is no protocol verdict."""
+    if not contacts or any(c.seen or c.ended is None for c in contacts):
+        return
+    why = f"could not reach the server {target.description}: {contacts[0].ended}"
+    # The same command ran once per revision: its words once.
+    lines = list(dict.fromkeys(line for line in target.stderr.splitlines() if line.strip()))
+    if lines:
+        why += "; its stderr ends with:\n" + "\n".join(f"  {line}" for line in lines[-5:])
+    raise Unreachable(why)
 
 
 def _status(options: Options, text: str, finding: Finding | None = None) -> None:
@@ -119,7 +220,11 @@ async def _steps(conv: Conversation, options: Options, steps: list[tuple[str, St
             conv.report.stopped = f"the connection ended before {name}"
             return
         _status(options, f"{conv.report.revision}: {name}")
+        conv.probe = name
+        began = time.perf_counter()
         await step(conv)
+        conv.report.probe_seconds[name] = time.perf_counter() - began
+    conv.probe = ""
 
 
 def _common(options: Options) -> list[tuple[str, Step]]:
@@ -135,19 +240,21 @@ def _common(options: Options) -> list[tuple[str, Step]]:
     ]
 
 
-async def _handshake(target: Target, section: RevisionReport, options: Options) -> None:
+async def _handshake(target: Target, section: RevisionReport, options: Options) -> _Contact:
     async with target.connect(section) as link, _conversation(link, section, options) as conv:
         # Over HTTP a request before initialize has no session: the transport's session
         # rules (http.session) judge that instead.
         stdio = link.transport == "stdio"
         early = await conv.raw_later(probes.raw(conv, "early", "tools/list")) if stdio else None
         reply = await conv.start()
+        if getattr(link, "access_refused", None) is not None:
+            return _contact(conv)
         if not _negotiated(conv, reply):
             if options.lenient and not conv.closed:
                 # Go on with what needs no session: the raw probes.
                 await conv.raw_send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
                 await _steps(conv, options, _RAW_STEPS)
-            return
+            return _contact(conv)
         await conv.sync()
         if early is not None:
             _lifecycle(conv, early.reply)
@@ -155,6 +262,7 @@ async def _handshake(target: Target, section: RevisionReport, options: Options) 
         await _steps(conv, options, [("ping", probes.ping), *_common(options)])
         _clean_bills(conv)
     await _http(target, section, options)
+    return _contact(conv)
 
 
 #: The probes that need no session, for ``lenient`` past a failed negotiation.
@@ -208,25 +316,43 @@ def _outcome(reply: Reply) -> str:
     )
 
 
+#: The rule a request before ``initialize`` breaks: the client's, not the server's.
+CLIENT_BEFORE_INITIALIZE: Final = (
+    '"The client SHOULD NOT send requests other than pings before the server has '
+    'responded to the initialize request" (lifecycle, Initialization)'
+)
+
+
 def _lifecycle(conv: Conversation, early: Reply | None) -> None:
+    """The probe of a request before ``initialize``: the rule binds the client, and
+    nothing tells a server to refuse; only an answer that never comes is the server's
+    fault (every request is answered)."""
+    conv.probe = "a request before initialize"
     where = "tools/list before initialize"
     if early is None:
         conv.problem(
-            "protocol.lifecycle", where, "not answered: a request is answered, here refused"
+            "protocol.lifecycle",
+            where,
+            "the probe's tools/list before initialize was never answered: every request "
+            "gets a response (a result, or an error refusing it)",
         )
     elif early.kind == "error":
         conv.passed("protocol.lifecycle", early.where, "refused before initialize")
     else:
-        conv.problem(
+        conv.note(
             "protocol.lifecycle",
             early.where,
-            "served before initialize: only ping may come before the initialize exchange",
+            "probe: a request before initialize; the server answered it, which the "
+            f"specification allows: the rule binds the client, {CLIENT_BEFORE_INITIALIZE}",
         )
+    conv.probe = ""
 
 
-async def _stateless(target: Target, section: RevisionReport, options: Options) -> None:
+async def _stateless(target: Target, section: RevisionReport, options: Options) -> _Contact:
     async with target.connect(section) as link, _conversation(link, section, options) as conv:
         reply = await conv.start()
+        if getattr(link, "access_refused", None) is not None:
+            return _contact(conv)
         result = reply.value if reply.kind == "result" else None
         versions = getattr(result, "supported_versions", None) or ()
         if section.revision not in versions:
@@ -234,7 +360,7 @@ async def _stateless(target: Target, section: RevisionReport, options: Options) 
             section.stopped = f"server/discover: {_outcome(reply)}" + (
                 f" (supports {list(versions)})" if versions else ""
             )
-            return
+            return _contact(conv)
         section.accepted = True
         conv.passed(
             "protocol.negotiation", reply.where, f"server/discover lists {section.revision}"
@@ -243,6 +369,7 @@ async def _stateless(target: Target, section: RevisionReport, options: Options) 
         await _steps(conv, options, _common(options))
         _clean_bills(conv)
     await _http(target, section, options)
+    return _contact(conv)
 
 
 async def _unsupported_version(conv: Conversation) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -26,6 +27,7 @@ from mcpspec.runtime.connection.stdio import STDERR_KEPT, shut_down
 from .errors import CheckError, LinkClosed
 from .findings import RevisionReport, broken
 from .link import Link, Received, Transport
+from .record import Recorder, Recording
 
 __all__ = ["StdioLink", "StdioTarget"]
 
@@ -50,6 +52,8 @@ class StdioTarget:
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.description = shlex.join(self.argv)
+        #: Where each connection's traffic is recorded (``--record``), if anywhere.
+        self.recorder: Recorder | None = None
         #: The newest bytes the server wrote on stderr (over every connection).
         self._stderr = bytearray()
 
@@ -75,10 +79,16 @@ class StdioTarget:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 cwd=self.cwd,
+                # A group of its own: what the command starts (npx starts node) ends with it.
+                start_new_session=os.name == "posix",
             )
         except OSError as exc:
             raise CheckError(f"cannot start {self.description}: {exc}") from exc
-        link = StdioLink(process, report)
+        recording = None
+        if self.recorder is not None:
+            purpose = "offer" if report.revision == "negotiation" else "check"
+            recording = self.recorder.open(report.revision, purpose, "stdio")
+        link = StdioLink(process, report, recording)
         try:
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(self._pump_stderr, process)
@@ -87,9 +97,15 @@ class StdioTarget:
                     yield link
                 finally:
                     await shut_down(process)
+                    await _end_group(process.pid)
                     task_group.cancel_scope.cancel()
         finally:
+            with anyio.CancelScope(shield=True):
+                # Its pipes closed now, not by the garbage collector once the loop is gone.
+                await process.aclose()
             await link.aclose()
+            if recording is not None:
+                recording.close()
 
     async def _pump_stderr(self, process: anyio.abc.Process) -> None:
         assert process.stderr is not None
@@ -98,19 +114,54 @@ class StdioTarget:
                 self._keep_stderr(await process.stderr.receive(_READ))
 
 
+#: Seconds the server's children get to end after SIGTERM, before SIGKILL.
+GROUP_GRACE: Final = 2.0
+
+
+async def _end_group(pgid: int) -> None:
+    """End what is left of the server's process group (the children it started, which
+    outlive it: ``npx`` leaves ``node`` running): SIGTERM, then SIGKILL after
+    :data:`GROUP_GRACE` seconds. Shielded from cancellation."""
+    if os.name != "posix":
+        return
+    with anyio.CancelScope(shield=True):
+        for sent in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pgid, sent)
+            except (ProcessLookupError, PermissionError):
+                return
+            with anyio.move_on_after(GROUP_GRACE):
+                while _group_alive(pgid):
+                    await anyio.sleep(0.02)
+                return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 class StdioLink:
     """One server process: lines in from its stdout, messages out to its stdin."""
 
     transport: Transport = "stdio"
 
-    def __init__(self, process: anyio.abc.Process, report: RevisionReport) -> None:
+    def __init__(
+        self, process: anyio.abc.Process, report: RevisionReport, recording: Recording | None = None
+    ) -> None:
         self._process = process
         self._report = report
+        self._recording = recording
         self._send_lines: MemoryObjectSendStream[Received | None]
         self._lines: MemoryObjectReceiveStream[Received | None]
         # Bounded by the reader: it waits for the conversation before reading on.
         self._send_lines, self._lines = anyio.create_memory_object_stream[Received | None](16)
         self._line = 0
+        #: Why the link gives no more messages, once it does not.
+        self.closed_reason = ""
 
     def _wire(self, where: str, why: str) -> None:
         self._report.add(broken("wire.message", where, why, self._report.revision))
@@ -119,6 +170,9 @@ class StdioLink:
         stdin = self._process.stdin
         if stdin is None:
             raise LinkClosed("the server has no stdin")
+        if self._recording is not None:
+            for line in data.split(b"\n"):
+                self._recording.write("client", line, self._recording.client_line())
         try:
             await stdin.send(data + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
@@ -173,8 +227,12 @@ class StdioLink:
                 self._line += 1
                 where = f"stdout line {self._line}"
                 self._wire(where, "the output ends without a newline after this message")
+                self._record(bytes(buffer), where)
                 await self._send_lines.send(Received(bytes(buffer), where))
         finally:
+            self.closed_reason = "the server's output ended" + (
+                "" if self._line else " before it wrote anything"
+            )
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._send_lines.send(None)
 
@@ -186,4 +244,9 @@ class StdioLink:
         if not line.strip():
             self._wire(where, "a blank line: stdout carries nothing but messages")
             return
+        self._record(line, where)
         await self._send_lines.send(Received(line, where))
+
+    def _record(self, line: bytes, where: str) -> None:
+        if self._recording is not None:
+            self._recording.write("server", line, where)

@@ -81,9 +81,11 @@ from mcpspec.runtime import (
     ServerSession,
     SessionReady,
 )
+from mcpspec.runtime.errors import show
 from mcpspec.runtime.session.version_negotiation import HANDSHAKE_REVISIONS, is_stateless
 
 from .findings import Finding, Outcome, Report, RevisionReport, broken
+from .json_path import named_path
 from .rules import CHECK_OF_RULE
 
 __all__ = [
@@ -107,7 +109,11 @@ JUDGED: Final = tuple(dict.fromkeys([*CHECK_OF_RULE.values(), "protocol.negotiat
 
 #: The start of a transcript line as writers lay it out, for messages no decoder can
 #: take whole (the message runs from there to the line's closing brace).
-_PLAIN_LINE: Final = re.compile(rb'\A\s*\{\s*"from"\s*:\s*"(client|server)"\s*,\s*"message"\s*:')
+_PLAIN_LINE: Final = re.compile(
+    rb'\A\s*\{\s*"from"\s*:\s*"(client|server)"\s*,'
+    rb'(?:\s*"(?:time|where)"\s*:\s*(?:[-+.0-9eE]+|"(?:[^"\\]|\\.)*")\s*,)*'
+    rb'\s*"message"\s*:'
+)
 _OTHER: Final[dict[Side, Side]] = {"client": "server", "server": "client"}
 _METHOD_NOT_FOUND: Final = -32601
 #: What the sender's session may refuse to send: the receiver judges it anyway.
@@ -144,6 +150,11 @@ class Recording:
 class _TranscriptLine(msgspec.Struct, forbid_unknown_fields=True):
     sender: Side = msgspec.field(name="from")
     message: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b""))
+    #: What ``mcpspec check --record`` adds: when and where the message was seen, and
+    #: bytes that were no JSON, as text.
+    time: float | None = None
+    where: str | None = None
+    raw: str | None = None
 
 
 def _peek(data: bytes) -> Any:
@@ -204,8 +215,8 @@ def read_recording(path: str | Path) -> Recording:
             f"{path}: no line is a JSON object: neither a transcript nor a log of JSON-RPC messages"
         )
     if "header" in first or "from" in first:
-        header, entries = _read_transcript(path, lines)
-        recording = Recording(str(path), header, entries, "", "transcript")
+        header, entries, unreadable = _read_transcript(path, lines)
+        recording = Recording(str(path), header, entries, "", "transcript", unreadable)
     else:
         recording = Recording(str(path), {}, [], "", "log")
     revision = recording.header.get("revision")
@@ -235,9 +246,10 @@ def read_recording(path: str | Path) -> Recording:
 
 def _read_transcript(
     path: Path, lines: list[tuple[int, bytes]]
-) -> tuple[dict[str, Any], list[Entry]]:
+) -> tuple[dict[str, Any], list[Entry], list[Finding]]:
     header: dict[str, Any] = {}
     entries: list[Entry] = []
+    unreadable: list[Finding] = []
     decoder = msgspec.json.Decoder(_TranscriptLine)
     for index, (number, data) in enumerate(lines):
         if index == 0:
@@ -268,10 +280,18 @@ def _read_transcript(
             side: Side = "client" if match.group(1) == b"client" else "server"
             entries.append(Entry(number, side, message[:-1].strip()))
             continue
+        if line.raw is not None and not bytes(line.message):
+            # Bytes that were no JSON: the server's are a wire failure; the client's
+            # (a checker's malformed-JSON probe) are not what is judged here.
+            if line.sender == "server":
+                where = f"line {number}" + (f" ({line.where})" if line.where else "")
+                why = f"not a JSON-RPC message: {show(line.raw[:200])}"
+                unreadable.append(broken("wire.message", where, why))
+            continue
         if not bytes(line.message):
             raise TranscriptError(f'{path}: line {number}: no "message"')
         entries.append(Entry(number, line.sender, bytes(line.message)))
-    return header, entries
+    return header, entries, unreadable
 
 
 def _revision_of(path: Path, bodies: Iterable[Any]) -> str:
@@ -623,7 +643,8 @@ class _Replay:
                 return
         check = CHECK_OF_RULE.get(event.rule, "protocol.responses")
         reason = f": {event.reason}" if event.reason else ""
-        self.finding(check, entry.line, event.path, f"{side} broke {event.rule.value}{reason}")
+        path = named_path(entry.data, event.path, event.reason)
+        self.finding(check, entry.line, path, f"{side} broke {event.rule.value}{reason}")
 
     def recorded_error(self, index: int, side: Side, request_id: Any) -> int | None:
         """The error code ``side`` answered ``request_id`` with after entry ``index``
@@ -750,10 +771,13 @@ def validate_file(path: str | Path) -> RevisionReport:
 def validate_files(paths: Iterable[str | Path]) -> Report:
     """Judge every file: one :class:`RevisionReport` each, in order."""
     paths = list(paths)
-    report = Report(", ".join(str(p) for p in paths))
+    report = Report(", ".join(str(p) for p in paths), command="validate")
     started = time.perf_counter()
     for path in paths:
-        report.revisions.append(validate_file(path))
+        began = time.perf_counter()
+        section = validate_file(path)
+        section.seconds = time.perf_counter() - began
+        report.revisions.append(section)
     report.seconds = time.perf_counter() - started
     return report
 

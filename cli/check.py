@@ -8,7 +8,9 @@
 Every revision (or each --revision) is tried on a fresh connection; the report shows,
 per revision, each check with its result, where and why. Exit status: 0 when nothing
 failed (warnings fail only with --strict-warnings), 1 when something did, 2 for a usage
-error. Tools are called only with --call-tools (they may have side effects).
+error or a server that could not be reached (nothing listens, the command exits at once,
+the server wants a token): never a protocol verdict. Tools are called only with
+--call-tools (they may have side effects).
 
 Needs the checker's dependencies: pip install 'mcpspec[check]'.
 """
@@ -64,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--lenient", action="store_true", help="go on checking past a failed negotiation"
+    )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every connection's traffic in DIR, one JSON Lines transcript each "
+        "(mcpspec validate reads them back)",
     )
     parser.add_argument(
         "--timeout",
@@ -123,9 +131,11 @@ def target_of(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     try:
         import anyio
+        import httpx  # noqa: F401  (the HTTP transport's)
+        import jsonschema  # noqa: F401  (imported when the first schema is checked)
 
         import mcpspec
-        from mcpspec.check.errors import CheckError
+        from mcpspec.check.errors import CheckError, Unreachable
         from mcpspec.check.report_text import Progress, write
         from mcpspec.check.run import Options, check_server
     except ImportError as exc:
@@ -144,12 +154,16 @@ def run(args: argparse.Namespace) -> int:
         lenient=args.lenient,
         timeout=args.timeout,
         listener=progress,
+        record=args.record,
     )
     try:
         report = anyio.run(check_server, target, options)
     except KeyboardInterrupt:
         print("mcpspec check: interrupted", file=sys.stderr)
         return 130
+    except Unreachable as exc:
+        print(f"mcpspec check: {exc}", file=sys.stderr)
+        return 2
     except (OSError, CheckError) as exc:
         print(f"mcpspec check: cannot run the server: {exc}", file=sys.stderr)
         return 2

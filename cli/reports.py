@@ -14,7 +14,7 @@ __all__ = ["add_report_arguments", "missing", "write_files"]
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--strict-warnings``, ``--json FILE`` and ``--junit FILE``."""
+    """``--strict-warnings``, ``--json FILE``, ``--junit FILE`` and ``--sarif FILE``."""
     parser.add_argument(
         "--strict-warnings",
         action="store_true",
@@ -22,6 +22,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument(
+        "--sarif", metavar="FILE", help="also write a SARIF 2.1.0 report (for code scanning)"
+    )
 
 
 def missing(command: str, what: str, extra: str, exc: ImportError) -> SystemExit:
@@ -32,13 +35,15 @@ def missing(command: str, what: str, extra: str, exc: ImportError) -> SystemExit
 
 
 def write_files(report: Report, args: argparse.Namespace) -> int:
-    """Write ``--json`` and ``--junit`` when asked; the exit status (2 when a file cannot
-    be written)."""
+    """Write ``--json``, ``--junit`` and ``--sarif`` when asked; the exit status (2 when
+    a file cannot be written)."""
     from mcpspec.check.report_json import write_json
     from mcpspec.check.report_junit import write_junit
+    from mcpspec.check.report_sarif import write_sarif
 
     strict = bool(args.strict_warnings)
-    for path, writer in ((args.json, write_json), (args.junit, write_junit)):
+    writers = ((args.json, write_json), (args.junit, write_junit), (args.sarif, write_sarif))
+    for path, writer in writers:
         if path is None:
             continue
         try:

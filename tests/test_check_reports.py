@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -207,11 +208,11 @@ def test_json_shape() -> None:
     ]
     assert (doc["format"], doc["version"], doc["target"]) == (
         "mcpspec-report",
-        1,
+        2,
         "python server.py",
     )
     assert doc["exit_status"] == 1 and doc["seconds"] == 1.5
-    assert doc["counts"] == {"passed": 3, "failed": 1, "warning": 2, "skipped": 1}
+    assert doc["counts"] == {"passed": 3, "failed": 1, "warning": 2, "skipped": 1, "note": 0}
     assert [r["revision"] for r in doc["revisions"]] == ["2025-11-25", "2024-11-05", "negotiation"]
     first = doc["revisions"][0]
     assert set(first) == {"revision", "source", "accepted", "stopped", "findings"}
@@ -222,6 +223,9 @@ def test_json_shape() -> None:
         "outcome": "failed",
         "where": "stdout line 7: $.result.tools[0].name",
         "why": "Expected `str`",
+        "probe": "",
+        "subject": "",
+        "count": 1,
     }
     assert first["findings"][2]["level"] == "SHOULD"
     assert doc["revisions"][1]["accepted"] is False
@@ -252,30 +256,38 @@ def _suites(data: bytes) -> tuple[ET.Element, dict[str, ET.Element]]:
     return root, {s.attrib["name"]: s for s in root.iter("testsuite")}
 
 
+def _cases(suite: ET.Element) -> dict[str, ET.Element]:
+    return {c.attrib["name"].split(":")[0]: c for c in suite.iter("testcase")}
+
+
 def test_junit_counts_and_cases() -> None:
-    root, suites = _suites(junit_dumps(_report()))
+    report = _report()
+    report.revisions[0].seconds = 0.75
+    root, suites = _suites(junit_dumps(report))
     assert root.tag == "testsuites"
     assert list(suites) == ["2025-11-25", "2024-11-05", "negotiation"]
     new = suites["2025-11-25"]
-    # one testcase per check id
-    cases = {c.attrib["name"]: c for c in new.iter("testcase")}
-    assert sorted(cases) == sorted(
-        [
-            "schema.message",
-            "wire.message",
-            "protocol.parse-error",
-            "surface.call",
-            "protocol.cancellation",
-            "protocol.ping",
-        ]
-    )
+    assert new.attrib["time"] == "0.750"
+    # one testcase per problem (rule and cause), one per check with none
+    names = [c.attrib["name"] for c in new.iter("testcase")]
+    assert names[:2] == [
+        "schema.message: Expected `str`",
+        "protocol.parse-error: answered -32600, not -32700",
+    ]
+    assert names[2].startswith("protocol.cancellation: the value is wrong and")
+    assert names[3:] == ["wire.message", "protocol.ping", "surface.call"]
+    cases = _cases(new)
     assert (new.attrib["tests"], new.attrib["failures"], new.attrib["skipped"]) == ("6", "1", "1")
     failure = cases["schema.message"].find("failure")
     assert failure is not None and failure.attrib["type"] == "MUST"
     assert "stdout line 7: $.result.tools[0].name" in (failure.text or "")
     assert cases["surface.call"].find("skipped") is not None
-    out = cases["protocol.parse-error"].find("system-out")
-    assert cases["protocol.parse-error"].find("failure") is None
+    # A warning passes, told in a property and on system-out.
+    warning = cases["protocol.parse-error"]
+    assert warning.find("failure") is None
+    properties = {p.attrib["name"]: p.attrib["value"] for p in warning.iter("property")}
+    assert properties == {"warning": "answered -32600, not -32700", "level": "SHOULD"}
+    out = warning.find("system-out")
     assert out is not None and "warning: stdout line 9" in (out.text or "")
     assert suites["2024-11-05"].attrib["tests"] == "0"
     assert suites["2024-11-05"].find("properties/property").attrib["value"].startswith("the server")
@@ -286,12 +298,35 @@ def test_junit_counts_and_cases() -> None:
     )
 
 
+def test_junit_cases_take_their_probe_s_time_and_say_how_often() -> None:
+    section = RevisionReport("2025-11-25", probe_seconds={"surface": 1.25})
+    for line in (3, 8):
+        finding = broken("surface.call", f"stdout line {line}", "no structuredContent")
+        section.add(replace(finding, probe="surface", subject="tool 'add'"))
+    section.add(Finding("protocol.lifecycle", Outcome.NOTE, "stdout line 1", "probe: early"))
+    _, suites = _suites(junit_dumps(Report("t", [section])))
+    cases = _cases(suites["2025-11-25"])
+    call = cases["surface.call"]
+    assert call.attrib["time"] == "1.250"
+    failure = call.find("failure")
+    assert failure is not None
+    assert failure.text == (
+        "failed: stdout line 3: no structuredContent; about: tool 'add'; probe: surface; "
+        "seen 2 times (where: the first)"
+    )
+    note = cases["protocol.lifecycle"]
+    assert "time" not in note.attrib and note.find("failure") is None
+    assert (note.findtext("system-out") or "").startswith("note: stdout line 1: probe: early")
+
+
 def test_junit_strict_warnings_fail(tmp_path: Any) -> None:
     path = tmp_path / "r.xml"
     write_junit(_report(), path, strict_warnings=True)
     root, suites = _suites(path.read_bytes())
     assert suites["2025-11-25"].attrib["failures"] == "3"
     assert root.attrib["failures"] == "3"
+    failure = _cases(suites["2025-11-25"])["protocol.parse-error"].find("failure")
+    assert failure is not None and failure.attrib["type"] == "SHOULD"
 
 
 def test_junit_escapes_everything() -> None:
@@ -303,7 +338,9 @@ def test_junit_escapes_everything() -> None:
     root, suites = _suites(junit_dumps(report))
     assert root.attrib["name"] == "mcpspec a <b> & c"
     case = next(
-        c for c in suites["2025-11-25"].iter("testcase") if c.attrib["name"] == "protocol.ping"
+        c
+        for c in suites["2025-11-25"].iter("testcase")
+        if c.attrib["name"].startswith("protocol.ping: nul")
     )
     failure = case.find("failure")
     assert failure is not None
@@ -315,7 +352,7 @@ def test_junit_escapes_everything() -> None:
 def test_problems_past_the_cap_are_counted_in_one_finding() -> None:
     section = RevisionReport("2025-11-25")
     listed = [
-        section.add(broken("protocol.capabilities", f"stdout line {n}", "undeclared"))
+        section.add(broken("protocol.capabilities", f"stdout line {n}", f"undeclared {n}"))
         for n in range(MAX_PROBLEMS + 150)
     ]
     section.add(Finding("protocol.capabilities", Outcome.SKIPPED, "", "skipped stays"))
@@ -331,3 +368,70 @@ def test_problems_past_the_cap_are_counted_in_one_finding() -> None:
     assert [f.why for f in capped[MAX_PROBLEMS + 1 :]] == ["skipped stays"]
     assert section.problems(Outcome.FAILED)[-1].check == "protocol.ping"
     assert len(section.findings) == MAX_PROBLEMS + 3
+
+
+def test_one_rule_broken_for_one_cause_is_one_finding_counted() -> None:
+    """The same rule, the same cause: one finding (the first place), counted; another
+    cause, another probe or another subject is a finding of its own."""
+    section = RevisionReport("2025-11-25")
+    why = "notifications/message without the logging capability declared"
+    added = [section.add(broken("protocol.capabilities", f"stdout line {n}", why)) for n in (3, 9)]
+    added.append(section.add(broken("protocol.capabilities", "stdout line 12", "other")))
+    probe = replace(broken("protocol.capabilities", "stdout line 14", why), probe="surface")
+    added.append(section.add(probe))
+    assert added == [True, False, True, True]
+    first, other, probed = section.findings
+    assert (first.where, first.count) == ("stdout line 3", 2)
+    assert (other.count, probed.count, probed.probe) == (1, 1, "surface")
+
+
+def test_causes_gather_a_rule_over_revisions() -> None:
+    report = Report("t")
+    why = "notifications/message without the logging capability declared"
+    for revision in ("2025-11-25", "2025-06-18"):
+        section = RevisionReport(revision)
+        for n in range(3):
+            section.add(broken("protocol.capabilities", f"stdout line {n}", why, revision))
+        section.add(broken("protocol.lifecycle", "x", "late", revision))
+        report.revisions.append(section)
+    [capability, lifecycle] = report.causes()
+    assert capability.finding.why == why and capability.count == 6
+    assert capability.revisions == ["2025-11-25", "2025-06-18"]
+    assert lifecycle.finding.outcome is Outcome.WARNING and lifecycle.count == 2
+
+
+# -- SARIF -----------------------------------------------------------------------------------
+
+
+def test_sarif_has_every_rule_and_one_result_per_problem(tmp_path: Any) -> None:
+    from mcpspec.check import CHECKS
+    from mcpspec.check.report_sarif import write_sarif
+
+    report = _report()
+    path = tmp_path / "r.sarif"
+    write_sarif(report, path)
+    doc = json.loads(path.read_text())
+    assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-2.1.0.json")
+    [run] = doc["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(CHECKS)
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in rules}
+    assert levels["schema.message"] == "error" and levels["protocol.parse-error"] == "warning"
+    results = run["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [
+        ("schema.message", "error"),
+        ("protocol.parse-error", "warning"),
+        ("protocol.cancellation", "warning"),
+    ]
+    first = results[0]
+    assert rules[first["ruleIndex"]]["id"] == "schema.message"
+    assert first["message"]["text"] == (
+        "Expected `str` | where: stdout line 7: $.result.tools[0].name | revision: 2025-11-25"
+    )
+    [location] = first["locations"]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "python%20server.py"
+    assert location["logicalLocations"] == [
+        {"name": "stdout line 7: $.result.tools[0].name", "kind": "message"}
+    ]
+    assert len({r["partialFingerprints"]["mcpspecCause/v1"] for r in results}) == 3
+    assert run["invocations"][0]["exitCode"] == 1

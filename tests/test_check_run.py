@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from mcpspec.check import CHECKS, Outcome, Report
-from mcpspec.check.errors import CheckError
+from mcpspec.check.errors import CheckError, Unreachable
 from mcpspec.check.rules import CHECK_OF_RULE
 from mcpspec.check.run import Options, check_server
 from mcpspec.check.stdio import StdioTarget
@@ -65,12 +65,41 @@ def test_a_blank_line_and_a_banner_are_wire_failures_naming_their_lines() -> Non
     )
 
 
-def test_a_server_that_exits_at_once_fails_negotiation_without_an_exception() -> None:
-    report = run(python("pass"), revisions=("2025-06-18",), timeout=2.0)
-    [revision] = report.revisions
-    assert revision.accepted is False
-    assert "the connection ended" in revision.stopped
-    assert [f.check for f in revision.findings if f.problem] == ["protocol.negotiation"]
+def test_a_server_that_exits_at_once_is_unreachable_not_a_protocol_verdict() -> None:
+    with pytest.raises(Unreachable, match=r"could not reach the server .*before it wrote"):
+        run(python("pass"), revisions=("2025-06-18",), timeout=2.0)
+
+
+def test_a_missing_script_exits_2_saying_the_server_could_not_be_reached(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "nonexistent.py")
+    assert main(["check", "--timeout", "2", "--", sys.executable, missing]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcpspec check: could not reach the server ")
+    assert "No such file or directory" in err  # its stderr, once
+    assert err.count("No such file or directory") == 1
+
+
+def test_a_server_that_dies_in_one_revision_only_is_a_protocol_verdict() -> None:
+    """Unreachable is for a server that answered nothing on any connection: one that
+    spoke in another revision broke the protocol where it went silent."""
+    code = (
+        _SERVER_HEAD
+        + r"""
+    if meth == "initialize" and p.get("protocolVersion") == "2025-06-18":
+        sys.exit(0)
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-03-26",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    else:
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+    )
+    report = run(python(code), revisions=("2025-06-18", "2025-03-26"), timeout=2.0)
+    first = report.revisions[0]
+    assert first.accepted is False and "the connection ended" in first.stopped
+    assert [f.check for f in first.findings if f.problem] == ["protocol.negotiation"]
 
 
 def test_a_command_that_cannot_be_started_is_a_check_error(tmp_path: Path) -> None:
@@ -102,8 +131,9 @@ def test_the_environment_and_working_directory_reach_the_server(tmp_path: Path) 
     )
     env = {**os.environ, "MCPSPEC_PROBE": "seen"}
     target = StdioTarget(sys.executable, ["-c", code], env=env, cwd=tmp_path)
-    report = run(target, revisions=("2025-11-25",), timeout=2.0)
-    assert report.stderr.startswith("seen ") and report.stderr.endswith(str(tmp_path))
+    with pytest.raises(Unreachable) as raised:
+        run(target, revisions=("2025-11-25",), timeout=2.0)
+    assert f"its stderr ends with:\n  seen {tmp_path}" in str(raised.value)
 
 
 def test_a_schema_failure_shows_the_value_found_at_its_path() -> None:
@@ -243,10 +273,12 @@ def test_a_flood_breaking_one_rule_is_counted_not_listed() -> None:
     report = run(python(_FLOOD_SERVER, str(flood)), revisions=("2025-06-18",), timeout=2.0)
     [revision] = [r for r in report.revisions if r.revision == "2025-06-18"]
     undeclared = [f for f in revision.findings if f.check == "protocol.capabilities"]
-    assert len(undeclared) == MAX_PROBLEMS + 1
-    assert all("notifications/message without the logging" in f.why for f in undeclared[:-1])
-    assert undeclared[-1].outcome is Outcome.FAILED
-    assert undeclared[-1].why.startswith("400 more failed findings of this check")
+    # One bug, one finding: counted, and the report does not grow.
+    assert len(undeclared) == 1 < MAX_PROBLEMS
+    [finding] = undeclared
+    assert finding.why == "notifications/message without the logging capability declared"
+    assert finding.outcome is Outcome.FAILED and finding.count == flood
+    assert finding.where == "stdout line 3: $.method"  # the first (line 2: initialize)
 
 
 #: A stdio server that answers initialize twice: first with an id that is an array.
@@ -337,3 +369,77 @@ def test_progress_forever_is_a_timeout_in_the_end(monkeypatch: pytest.MonkeyPatc
     assert time.monotonic() - started < 15
     [call] = [f for f in report.findings() if f.check == "surface.call"]
     assert call.outcome is Outcome.PASSED and "1 still busy after the timeout" in call.why
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_server_s_children_end_with_it(tmp_path: Path) -> None:
+    """A command that starts the server as a child (``npx`` starts ``node``) leaves it
+    running when only the command is ended: the checker ends the whole process group."""
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+        " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f"os.execv(sys.executable, [sys.executable, {str(BROKEN)!r}])\n"
+    )
+    report = run(python(code), revisions=("2025-06-18",), timeout=5.0)
+    assert report.revisions[0].accepted
+    child = int(pid_file.read_text())
+    assert not _alive(child)
+
+
+def test_a_run_ends_without_noise_from_unclosed_transports(tmp_path: Path) -> None:
+    """Every pipe is closed before the event loop ends: no "Exception ignored ... Event
+    loop is closed" at exit."""
+    import subprocess
+
+    script = "import sys; from mcpspec.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["check", "--revision", "2025-06-18", "--timeout", "5", "--", sys.executable]
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script, *argv, str(BROKEN)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr and "ResourceWarning" not in done.stderr
+
+
+_ID_NULL_ON_UNKNOWN_SERVER = (
+    _SERVER_HEAD
+    + r"""
+    if meth == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}})
+    elif meth == "ping": out({"jsonrpc": "2.0", "id": i, "result": {}})
+    elif meth == "mcpspec/no-such-method":
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "nope"}})
+    else: out({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+)
+
+
+def test_a_probe_answered_with_id_null_is_the_same_failure_as_any_request() -> None:
+    """A raw probe's answer with its id dropped is filed as a typed request's is (one
+    failure naming the id), and still settles the probe: no wait for a timeout."""
+    started = time.perf_counter()
+    report = run(python(_ID_NULL_ON_UNKNOWN_SERVER), revisions=("2025-06-18",), timeout=5.0)
+    assert time.perf_counter() - started < 5.0
+    section = report.revisions[0]
+    problems = [f for f in section.findings if f.problem]
+    assert [(f.check, f.outcome) for f in problems] == [("protocol.responses", Outcome.FAILED)]
+    assert problems[0].why.startswith("request id 'mcpspec-check-unknown-")
+    assert "was answered with id null (-32601 'nope')" in problems[0].why
+    assert problems[0].probe == "unknown method"
+    [unknown] = [f for f in section.findings if f.check == "protocol.unknown-method"]
+    assert unknown.outcome is Outcome.PASSED

@@ -23,6 +23,7 @@ unknown method is allowed, and the server answered -32601 as it must.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -56,16 +57,21 @@ _FORM = "server broke invalid-params"
 EXPECTED: dict[str, set[tuple[str, str, Outcome, str]]] = {
     "2024-11-05/everything": {
         ("line 32: $.result.content[1].type", "schema.message", FAILED, _LINK),
+        # Lines 47 and 51: the same cause, one finding counted twice.
         ("line 47: $.method", "schema.message", FAILED, _ELICIT),
-        ("line 51: $.method", "schema.message", FAILED, _ELICIT),
     },
     "2025-03-26/everything": {
         ("line 32: $.result.content[1].type", "schema.message", FAILED, _LINK),
+        # Lines 47 and 51: the same cause, one finding counted twice.
         ("line 47: $.method", "schema.message", FAILED, _ELICIT),
-        ("line 51: $.method", "schema.message", FAILED, _ELICIT),
     },
     "2025-06-18/everything": {
-        ("line 47: $.params.requestedSchema.properties[...].type", "schema.message", FAILED, _FORM),
+        (
+            "line 47: $.params.requestedSchema.properties.untitledMultipleSelectEnum.type",
+            "schema.message",
+            FAILED,
+            _FORM,
+        ),
         ("line 51: $.params", "schema.message", FAILED, _FORM),
     },
     "2024-11-05/python-sdk": {("line 36: $.method", "schema.message", FAILED, _ELICIT)},
@@ -121,10 +127,12 @@ def _matches(
 
 
 def test_expected_table_covers_the_listed_deviations() -> None:
-    # Every deviation the transcript tests list has its row here, at the same place.
+    # Every deviation the transcript tests list has its row here, at the same place (the
+    # checker names the key a decoder's ``[...]`` stands for).
     for (name, path), _reason in OFF_REVISION.items():
+        pattern = re.escape(path).replace(re.escape("[...]"), r"(\.[^.\[]+|\[\S+\])") + "$"
         assert any(
-            where.endswith(path) and check == "schema.message"
+            re.search(pattern, where) and check == "schema.message"
             for where, check, _, _ in EXPECTED[name]
         ), (name, path)
     for name, (methods, _reason) in UNANSWERED.items():

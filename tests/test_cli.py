@@ -25,9 +25,9 @@ from .transcript_kit import OPENING
 #: the exit status and which of them (or of their importers) got imported.
 _BLOCKED = textwrap.dedent(
     """
-    import sys
+    import os, sys
 
-    BLOCKED = ("jinja2", "httpx", "anyio")
+    BLOCKED = tuple(os.environ["MCPSPEC_BLOCKED"].split(","))
 
     class Block:
         def find_spec(self, name, path=None, target=None):
@@ -48,13 +48,13 @@ _BLOCKED = textwrap.dedent(
 )
 
 
-def _blocked(*argv: str) -> subprocess.CompletedProcess[str]:
+def _blocked(*argv: str, blocked: str = "jinja2,httpx,anyio") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _BLOCKED, *argv],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "COLUMNS": "100"},
+        env={**os.environ, "COLUMNS": "100", "MCPSPEC_BLOCKED": blocked},
     )
 
 
@@ -102,6 +102,18 @@ def test_check_without_its_dependencies_says_what_to_install() -> None:
     done = _blocked("check", "http://127.0.0.1:9/mcp")
     assert "pip install 'mcpspec[check]'" in done.stdout + done.stderr
     assert "anyio is missing" in done.stdout + done.stderr
+
+
+def test_check_without_jsonschema_says_so_in_one_line() -> None:
+    """jsonschema is imported only when a first schema is checked: the command asks
+    for it up front, so a missing one is a line, not a traceback halfway through."""
+    done = _blocked("check", "http://127.0.0.1:9/mcp", blocked="jsonschema")
+    said = (
+        "mcpspec check needs the checker's dependencies (jsonschema is missing): "
+        "pip install 'mcpspec[check]'"
+    )
+    assert done.stdout == f"STATUS {said} LOADED []\n"  # the exit's message: one line
+    assert done.stderr == ""
 
 
 # -- usage errors ------------------------------------------------------------------------------
@@ -232,9 +244,13 @@ def test_check_exit_status_and_report_files(
     warning = broken("protocol.lifecycle", "stdout line 1", "answered tools/list")
     monkeypatch.setattr(mcpspec.check.run, "check_server", FakeRun(_report(warning)))
     json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
-    argv = ["check", "--json", str(json_path), "--junit", str(junit_path), "--", sys.executable]
+    sarif_path = tmp_path / "r.sarif"
+    argv = ["check", "--json", str(json_path), "--junit", str(junit_path)]
+    argv += ["--sarif", str(sarif_path), "--", sys.executable]
     assert main(argv) == 0
     assert json.loads(json_path.read_text())["exit_status"] == 0
+    [result] = json.loads(sarif_path.read_text())["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("protocol.lifecycle", "warning")
     assert main([*argv[:1], "--strict-warnings", *argv[1:]]) == 1
     assert json.loads(json_path.read_text())["exit_status"] == 1
     suite = ET.parse(junit_path).getroot().find("testsuite")
@@ -258,7 +274,11 @@ def test_unwritable_report_file_exits_2(
 # -- validate ----------------------------------------------------------------------------------
 
 
-def test_validate_exit_status_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_exit_status_and_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wide enough for the heading to name the file on one line, wherever the checkout is.
+    monkeypatch.setenv("COLUMNS", "4000")
     clean = TRANSCRIPTS_DIR / "2025-11-25" / "python-sdk.jsonl"
     defective = TRANSCRIPTS_DIR / "2024-11-05" / "everything.jsonl"
     assert main(["validate", str(clean)]) == 0
@@ -276,12 +296,15 @@ def test_validate_exit_status_and_files(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert status == 1
     out = capsys.readouterr().out
+    assert out.startswith("mcpspec validate: ")
     assert f"Revision 2024-11-05 ({defective})" in out
     doc = json.loads(json_path.read_text())
     assert [r["source"] for r in doc["revisions"]] == [str(clean), str(defective)]
-    assert doc["counts"]["failed"] == 3
+    assert doc["counts"]["failed"] == 2  # one finding, counted twice, for one cause
+    failed = [f for f in doc["revisions"][1]["findings"] if f["outcome"] == "failed"]
+    assert sorted(f["count"] for f in failed) == [1, 2]
     suites = ET.parse(junit_path).getroot().findall("testsuite")
-    assert [s.attrib["failures"] for s in suites] == ["0", "1"]
+    assert [s.attrib["failures"] for s in suites] == ["0", "2"]  # one case per cause
 
 
 def test_validate_warnings_fail_only_when_strict(

@@ -146,7 +146,114 @@ class WrongContentType(Middleware):
         await self.app(scope, receive, relabelled)
 
 
+async def _answer(send: Send, status: int, body: Any, headers: list[Any] | None = None) -> None:
+    data = json.dumps(body).encode()
+    start_headers = [(b"content-type", b"application/json"), *(headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == wanted:
+            return bytes(value)
+    return None
+
+
+class OriginIgnored(Middleware):
+    """The ``Origin`` header is dropped before the app sees it, so a request from a
+    foreign origin is served. Caught by ``http.origin`` (a failure) at the POST."""
+
+    name = "http-origin-ignored"
+
+    async def handle(self, scope: Scope, message: Any, receive: Receive, send: Send) -> None:
+        headers = [(n, v) for n, v in scope.get("headers", ()) if n.lower() != b"origin"]
+        await self.app({**scope, "headers": headers}, receive, send)
+
+
+class UnknownSession400(Middleware):
+    """A request naming a session id the server never minted is answered 400 (with an
+    error without id) instead of 404. Caught by ``http.session`` (a warning: no rule
+    names the status, but a client recovers on 404 alone)."""
+
+    name = "http-unknown-session-400"
+
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self.minted: set[bytes] = set()
+
+    async def handle(self, scope: Scope, message: Any, receive: Receive, send: Send) -> None:
+        session = _header(scope, SESSION_HEADER)
+        if session is not None and session not in self.minted:
+            error = {"code": -32000, "message": "Bad Request: no such session"}
+            await _answer(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+            return
+
+        async def watched(event: Message) -> None:
+            if event["type"] == "http.response.start":
+                for name, value in event.get("headers", ()):
+                    if name.lower() == SESSION_HEADER:
+                        self.minted.add(bytes(value))
+            await send(event)
+
+        await self.app(scope, receive, watched)
+
+
+class TokenRequired(Middleware):
+    """No defect: every request without ``Authorization: Bearer t`` is answered 401
+    (with ``WWW-Authenticate: Bearer`` and a JSON-RPC error without id, as many
+    servers write it). Checked without ``--header``, the server cannot be reached."""
+
+    name = "http-token-required"
+
+    async def handle(self, scope: Scope, message: Any, receive: Receive, send: Send) -> None:
+        if _header(scope, b"authorization") != b"Bearer t":
+            error = {"code": -32001, "message": "Unauthorized"}
+            body = {"jsonrpc": "2.0", "id": None, "error": error}
+            await _answer(send, 401, body, [(b"www-authenticate", b"Bearer")])
+            return
+        await self.app(scope, receive, send)
+
+
+class IdNullOnUnknownSession(Middleware):
+    """A request naming a session id the server never minted is accepted (200) and
+    answered with an error whose id is null, though the request's id was readable.
+    Caught by ``protocol.responses`` (a failure, as the conversation files it) and
+    ``http.session`` (a warning: not 404)."""
+
+    name = "http-id-null-on-unknown-session"
+
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self.minted: set[bytes] = set()
+
+    async def handle(self, scope: Scope, message: Any, receive: Receive, send: Send) -> None:
+        session = _header(scope, SESSION_HEADER)
+        if session is not None and session not in self.minted:
+            error = {"code": -32000, "message": "no such session"}
+            await _answer(send, 200, {"jsonrpc": "2.0", "id": None, "error": error})
+            return
+
+        async def watched(event: Message) -> None:
+            if event["type"] == "http.response.start":
+                for name, value in event.get("headers", ()):
+                    if name.lower() == SESSION_HEADER:
+                        self.minted.add(bytes(value))
+            await send(event)
+
+        await self.app(scope, receive, watched)
+
+
 #: Every HTTP defect, by name.
 HTTP_DEFECTS: Final[dict[str, type[Middleware]]] = {
-    cls.name: cls for cls in (NotificationStatus, NoSessionEnforcement, WrongContentType)
+    cls.name: cls
+    for cls in (
+        NotificationStatus,
+        NoSessionEnforcement,
+        WrongContentType,
+        OriginIgnored,
+        UnknownSession400,
+        TokenRequired,
+        IdNullOnUnknownSession,
+    )
 }

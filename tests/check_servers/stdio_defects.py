@@ -574,6 +574,57 @@ class UnreadableResource(Defect):
         return data
 
 
+class TaskRequiredServed(Defect):
+    """2025-11-25: ``tools/list`` says tool ``add`` requires a task
+    (``execution.taskSupport: "required"``), but a call made without one is served.
+    Caught by ``protocol.tasks`` (a failure; needs ``--call-tools``) at that answer."""
+
+    name = "task-required-served"
+    #: Whether a call of ``add`` without a task is refused, as the rule says.
+    refuses = False
+
+    async def write(self, message: Any, data: bytes, out: FilteredStream) -> None:
+        result = message.get("result") if isinstance(message, dict) else None
+        method = out.method_answered(message)
+        if method == "tools/list" and isinstance(result, dict):
+            for tool in result.get("tools") or ():
+                if tool.get("name") == "add":
+                    tool["execution"] = {"taskSupport": "required"}
+            data = _encode(message)
+        elif method == "tools/call" and self.refuses:
+            params = out.params.get(_key(message["id"]))
+            if isinstance(params, dict) and params.get("name") == "add":
+                error = {"code": -32601, "message": "tool add requires a task"}
+                data = _encode({"jsonrpc": "2.0", "id": message["id"], "error": error})
+        await out.write(data)
+
+
+class TaskRequiredRefused(TaskRequiredServed):
+    """No defect: tool ``add`` requires a task, and a call without one gets -32601."""
+
+    name = "task-required-refused"
+    refuses = True
+
+
+class ToolError(Defect):
+    """No defect: every ``tools/call`` result says ``isError: true`` (the tool failed;
+    MCP has no rule on what a tool does), counted as a tool error."""
+
+    name = "tool-error"
+
+    async def write(self, message: Any, data: bytes, out: FilteredStream) -> None:
+        result = message.get("result") if isinstance(message, dict) else None
+        if out.method_answered(message) == "tools/call" and isinstance(result, dict):
+            data = _encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {"content": [{"type": "text", "text": "failed"}], "isError": True},
+                }
+            )
+        await out.write(data)
+
+
 #: Every stdio defect, by name.
 STDIO_DEFECTS: Final[dict[str, type[Defect]]] = {
     cls.name: cls
@@ -600,5 +651,8 @@ STDIO_DEFECTS: Final[dict[str, type[Defect]]] = {
         ParseErrorWrongCode,
         StructuredContentMismatch,
         UnreadableResource,
+        TaskRequiredServed,
+        TaskRequiredRefused,
+        ToolError,
     )
 }

@@ -8,8 +8,9 @@ Run from a checkout::
 
 ``http_bench.py`` measures whole round trips through uvicorn; this script takes uvicorn
 away, to tell the app's own cost from the server's. Each app is called as an ASGI server
-calls it (a ``scope``, a ``receive`` that hands over the whole body at once, a ``send``
-that keeps the messages) with the echo ``tools/call`` of ``http_bench.py``: in
+calls it (a ``scope``, a ``receive`` that hands over the whole body at once and, as
+uvicorn does, ``http.disconnect`` once the response is complete, a ``send`` that keeps
+the messages) with the echo ``tools/call`` of ``http_bench.py``: in
 2025-11-25 within a session initialized once, in 2026-07-28 standing alone with its
 mirrored headers. ``bare`` is the floor app of ``http_bench.py`` (``orjson`` in, ``orjson``
 out). The rows alternate within each round; a cell is the median over rounds of a batch's
@@ -78,14 +79,20 @@ async def post(app: App, headers: list[tuple[bytes, bytes]], body: bytes) -> lis
     sent: list[Any] = []
     messages = [{"type": "http.request", "body": body, "more_body": False}]
 
+    complete = asyncio.Event()
+
     async def receive() -> dict[str, Any]:
         if messages:
             return messages.pop()
-        await asyncio.Event().wait()  # never disconnects
-        raise AssertionError("unreachable")
+        # As uvicorn does: once the response is complete, a pending receive is answered
+        # with http.disconnect (the client itself never goes away).
+        await complete.wait()
+        return {"type": "http.disconnect"}
 
     async def send(message: Any) -> None:
         sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            complete.set()
 
     await app(_scope(headers, body), receive, send)
     return sent

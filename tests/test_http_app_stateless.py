@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from mcpspec.runtime.connection import ConnectionClosed, RequestContext, Server
+from mcpspec.runtime.connection.handling import Handling
 from mcpspec.runtime.connection.http import HttpApp, HttpSettings, http_app, legacy, stateless
 from mcpspec.runtime.session import mirrored_headers
 from tests.http_app_kit import (
@@ -689,3 +690,44 @@ async def test_a_body_announced_and_not_sent_is_408_within_stall_seconds() -> No
             reply = await client.post(request("tools/list"), stalled=True)
         assert reply.status == 408 and reply.headers["connection"] == "close"
         client.gone.set()
+
+
+async def test_the_disconnect_watch_ends_by_itself_once_the_response_is_complete() -> None:
+    """An ASGI server answers a pending receive with http.disconnect once the response
+    is complete (uvicorn at once): the watch of a 2026-07-28 POST then ends by itself,
+    not cancelled; a server that stays silent gets it cancelled, and a client gone
+    before the answer cancels the request."""
+    complete = anyio.Event()
+
+    async def receive_like_uvicorn() -> dict[str, Any]:
+        await complete.wait()
+        return {"type": "http.disconnect"}
+
+    async def receive_silent() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    for receive, expect_cancelled in ((receive_like_uvicorn, False), (receive_silent, True)):
+        complete = anyio.Event()
+        handling = Handling()
+        watch = stateless._ClientWatch(receive, handling)
+        with anyio.fail_after(GUARD):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(watch.run)
+                await anyio.sleep(0)
+                complete.set()  # the answer's last byte was sent
+                await watch.stop(response_complete=True)
+        assert watch._scope.cancel_called is expect_cancelled
+    # A client gone while the request runs cancels it.
+    handling = Handling()
+    watch = stateless._ClientWatch(lambda: _disconnect(), handling)
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(watch.run)
+        with anyio.fail_after(GUARD):
+            while not watch.ended:
+                await anyio.sleep(0)
+    assert handling.cancel_called
+
+
+async def _disconnect() -> dict[str, Any]:
+    return {"type": "http.disconnect"}

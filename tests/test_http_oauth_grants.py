@@ -95,6 +95,9 @@ class World:
         self.idp_answer: Any = None  # a fixed (hostile) identity provider answer
         self.idp_key = ec.generate_private_key(ec.SECP256R1())
         self.always_nonce = False
+        self.rs_nonce_value = RS_NONCE
+        self.step_up = False  # the resource wants scope "admin" (and a new nonce then)
+        self.scopes: dict[str, str] = {}  # access token -> its scope
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
@@ -150,6 +153,7 @@ class World:
             return httpx.Response(400, json={"error": "unsupported_grant_type"})
         access = f"token-{len(self.issued)}"
         self.issued[access] = bound
+        self.scopes[access] = form.get("scope", "")
         kind = "DPoP" if bound is not None else "Bearer"
         return httpx.Response(200, json={"access_token": access, "token_type": kind})
 
@@ -184,15 +188,20 @@ class World:
         assert claims["jkt"] == bound
         self.jtis.append(claims["jti"])
         self.thumbprints.add(claims["jkt"])
-        if (self.rs_nonce and claims.get("nonce") != RS_NONCE) or self.always_nonce:
+        nonce = self.rs_nonce_value
+        if (self.rs_nonce and claims.get("nonce") != nonce) or self.always_nonce:
             return httpx.Response(
                 401,
                 headers={
                     "www-authenticate": 'DPoP error="use_dpop_nonce", algs="ES256"',
-                    "dpop-nonce": RS_NONCE,
+                    "dpop-nonce": nonce,
                 },
             )
-        return httpx.Response(200, json={}, headers={"dpop-nonce": RS_NONCE})
+        if self.step_up and "admin" not in self.scopes[access].split():
+            self.rs_nonce_value = "rs-nonce-2"  # and say so only when asked again
+            challenge = 'DPoP error="insufficient_scope", scope="admin"'
+            return httpx.Response(403, headers={"www-authenticate": challenge})
+        return httpx.Response(200, json={}, headers={"dpop-nonce": nonce})
 
 
 async def call(world: World, oauth: OAuth, times: int = 1) -> list[int]:
@@ -230,6 +239,16 @@ async def test_dpop_nonces_are_retried_once_and_then_kept() -> None:
     # The first request: refused for want of a token, then of the nonce; then kept.
     assert world.hits[MCP] == 3 + 2
     assert len(set(world.jtis)) == len(world.jtis)
+
+
+async def test_a_step_up_keeps_the_key_and_takes_a_new_nonce() -> None:
+    world = World(dpop=True, rs_nonce=True)
+    world.step_up = True
+    assert await call(world, machine(world, scopes=["mcp"])) == [200]
+    # No token; its nonce; too few scopes; the nonce it changed meanwhile; done.
+    assert world.hits[MCP] == 5
+    assert [f.get("scope") for f in world.token_forms] == ["mcp", "admin mcp"]
+    assert len(world.thumbprints) == 1
 
 
 async def test_a_server_that_always_wants_another_nonce_is_not_asked_forever() -> None:

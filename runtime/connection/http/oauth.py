@@ -191,7 +191,10 @@ class OAuth(httpx.Auth):
                     wanted = held | set((challenge.scope or "").split())
                     token = await self._token_after_refusal(key, request, challenge, sent, wanted)
                 await self._present(request, key, token)
-                yield request
+                response = yield request
+                if self._nonce_asked(request, response):
+                    await self._present(request, key, token)
+                    yield request
 
     async def _present(self, request: httpx.Request, key: str, access: str) -> None:
         """Put ``access`` on ``request``: as a DPoP token with a fresh proof when it is

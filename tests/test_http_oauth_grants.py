@@ -75,8 +75,9 @@ class World:
     """A resource server, its authorization server and an identity provider in memory.
 
     ``dpop``: the authorization server offers DPoP and the resource server takes only
-    DPoP-bound tokens; ``as_nonce``/``rs_nonce``: each asks for its nonce first;
-    ``grants``: the grants the authorization server takes."""
+    DPoP-bound tokens (``rs_dpop``: how it says so: ``challenge``, the DPoP scheme in
+    its 401; ``metadata``, its resource metadata; ``silent``, not at all);
+    ``as_nonce``/``rs_nonce``: each asks for its nonce first."""
 
     def __init__(
         self, *, dpop: bool = False, as_nonce: bool = False, rs_nonce: bool = False
@@ -95,6 +96,7 @@ class World:
         self.idp_answer: Any = None  # a fixed (hostile) identity provider answer
         self.idp_key = ec.generate_private_key(ec.SECP256R1())
         self.always_nonce = False
+        self.rs_dpop = "challenge"
         self.rs_nonce_value = RS_NONCE
         self.step_up = False  # the resource wants scope "admin" (and a new nonce then)
         self.scopes: dict[str, str] = {}  # access token -> its scope
@@ -106,7 +108,10 @@ class World:
         url = str(request.url.copy_with(query=None))
         self.hits[url] += 1
         if url == PRM:
-            return httpx.Response(200, json={"resource": MCP, "authorization_servers": [ISSUER]})
+            document: dict[str, Any] = {"resource": MCP, "authorization_servers": [ISSUER]}
+            if self.dpop and self.rs_dpop == "metadata":
+                document["dpop_bound_access_tokens_required"] = True
+            return httpx.Response(200, json=document)
         if url == f"{ISSUER}/.well-known/oauth-authorization-server":
             return httpx.Response(200, json=self.metadata())
         if url == TOKEN_ENDPOINT:
@@ -176,7 +181,10 @@ class World:
 
     def resource(self, request: httpx.Request) -> httpx.Response:
         scheme, _, access = request.headers.get("authorization", "").partition(" ")
-        refused = {"www-authenticate": f'Bearer resource_metadata="{PRM}"'}
+        challenge = f'Bearer resource_metadata="{PRM}"'
+        if self.dpop and self.rs_dpop == "challenge":
+            challenge = f'DPoP algs="ES256", {challenge}'
+        refused = {"www-authenticate": challenge}
         if access not in self.issued:
             return httpx.Response(401, headers=refused)
         bound = self.issued[access]
@@ -239,6 +247,22 @@ async def test_dpop_nonces_are_retried_once_and_then_kept() -> None:
     # The first request: refused for want of a token, then of the nonce; then kept.
     assert world.hits[MCP] == 3 + 2
     assert len(set(world.jtis)) == len(world.jtis)
+
+
+async def test_dpop_is_used_when_the_resource_metadata_asks_for_it() -> None:
+    world = World(dpop=True)
+    world.rs_dpop = "metadata"
+    assert await call(world, machine(world)) == [200]
+    assert world.token_proofs == [True]
+
+
+async def test_tokens_stay_bearer_when_only_the_authorization_server_offers_dpop() -> None:
+    # A resource server that takes Bearer tokens only, with an authorization server
+    # that offers DPoP to whoever wants it (oidc-provider does by default).
+    world = World(dpop=True)
+    world.rs_dpop = "silent"
+    assert await call(world, machine(world)) == [200]
+    assert world.token_proofs == [False]
 
 
 async def test_a_step_up_keeps_the_key_and_takes_a_new_nonce() -> None:
@@ -347,6 +371,9 @@ def test_dpop_challenges_are_parsed() -> None:
     assert challenge.error == "use_dpop_nonce"
     assert parse_challenge(f'DPoP resource_metadata="{PRM}"').resource_metadata == PRM
     assert parse_challenge("DPoPish realm=x").error is None
+    assert parse_challenge('DPoP algs="ES256", Bearer scope=mcp').dpop
+    assert not parse_challenge("Bearer scope=mcp").dpop
+    assert not parse_challenge('Bearer realm="DPoP"').dpop
 
 
 # -- the JWT-bearer grant and the token exchange --------------------------------------------

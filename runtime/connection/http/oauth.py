@@ -46,6 +46,7 @@ from .oauth_discovery import (
     Challenge,
     DiscoveryError,
     OAuthError,
+    ProtectedResource,
     canonical_resource,
     discover_authorization_server,
     discover_resource,
@@ -237,14 +238,18 @@ class OAuth(httpx.Auth):
             key = self._dpop_keys[algorithm] = DPoPKey(algorithm)
         return key
 
-    def _dpop_for(self, server: AuthorizationServer) -> DPoPKey | None:
-        """The key to bind tokens of ``server`` to (``None``: Bearer tokens)."""
-        if isinstance(self.dpop, DPoPKey):
-            return self.dpop
+    def _dpop_for(self, server: AuthorizationServer, resource_takes_it: bool) -> DPoPKey | None:
+        """The key to bind tokens of ``server`` to (``None``: Bearer tokens): ours when
+        both the authorization server and the resource server offer DPoP, the one given
+        whenever the authorization server does."""
         if self.dpop is False:
             return None
         algorithm = choose_algorithm(server.document.get("dpop_signing_alg_values_supported"))
-        return self._dpop_key(algorithm) if algorithm is not None else None
+        if isinstance(self.dpop, DPoPKey):
+            return self.dpop if algorithm is not None else None
+        if algorithm is None or not resource_takes_it:
+            return None
+        return self._dpop_key(algorithm)
 
     async def _usable_token(self, key: str) -> str | None:
         """The access token kept for ``key``, refreshed first when it is about to end."""
@@ -309,7 +314,7 @@ class OAuth(httpx.Auth):
                 scope = challenge.scope or " ".join(resource_meta.scopes_supported) or None
             kept = await self.store.load(key) or {}
             identity = await self._identity(client, server, kept)
-            dpop = self._dpop_for(server)
+            dpop = self._dpop_for(server, _takes_dpop(challenge, resource_meta, kept))
             if self.grant == "client_credentials":
                 form = {"grant_type": "client_credentials", "resource": resource}
                 if scope:
@@ -626,6 +631,19 @@ class OAuth(httpx.Auth):
             algorithm=self.private_key_jwt.algorithm,
             headers=headers,
         )
+
+
+def _takes_dpop(challenge: Challenge, resource: ProtectedResource, kept: dict[str, Any]) -> bool:
+    """Whether the resource server takes DPoP-bound tokens: its challenge names the DPoP
+    scheme (RFC 9449 §7.1), its metadata asks for them or lists DPoP algorithms (RFC
+    9728 §2), or the token held for it is one."""
+    document = resource.document
+    return (
+        challenge.dpop
+        or document.get("dpop_bound_access_tokens_required") is True
+        or isinstance(document.get("dpop_signing_alg_values_supported"), list)
+        or isinstance(kept.get("dpop_alg"), str)
+    )
 
 
 def _error_code(body: Any) -> str | None:

@@ -37,6 +37,7 @@ MAX_METADATA_BYTES: Final = 256 * 1024
 
 #: The start of a Bearer or DPoP challenge: its scheme, first or after a comma.
 _SCHEME = re.compile(r"(?:^|,)\s*(?:bearer|dpop)(?=\s|,|$)", re.IGNORECASE)
+_DPOP_SCHEME = re.compile(r"(?:^|,)\s*dpop(?=\s|,|$)", re.IGNORECASE)
 _PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
@@ -51,11 +52,13 @@ class DiscoveryError(OAuthError):
 @dataclass(frozen=True)
 class Challenge:
     """The ``Bearer`` challenge of a 401 or 403: ``error`` (``invalid_token``,
-    ``insufficient_scope``), the ``scope`` asked for, the ``resource_metadata`` URL."""
+    ``insufficient_scope``), the ``scope`` asked for, the ``resource_metadata`` URL;
+    ``dpop``: a ``DPoP`` challenge came too (the server takes DPoP-bound tokens)."""
 
     error: str | None = None
     scope: str | None = None
     resource_metadata: str | None = None
+    dpop: bool = False
 
 
 def parse_challenge(value: str | None) -> Challenge:
@@ -77,6 +80,7 @@ def parse_challenge(value: str | None) -> Challenge:
         error=params.get("error"),
         scope=params.get("scope"),
         resource_metadata=params.get("resource_metadata"),
+        dpop=_DPOP_SCHEME.search(value) is not None,
     )
 
 

@@ -14,9 +14,10 @@ identity provider's ID-JAG), always naming the server as the token's ``resource`
 per request).
 
 When the authorization server offers DPoP (RFC 9449: it lists
-``dpop_signing_alg_values_supported``), tokens are bound to a key this client makes
-once (:mod:`.oauth_dpop`), and every token and resource request carries a fresh proof;
-a server's ``use_dpop_nonce`` answer is retried once with the nonce it sent.
+``dpop_signing_alg_values_supported``) and the resource server takes it (a ``DPoP``
+challenge, or DPoP in its metadata), tokens are bound to a key this client makes once
+(:mod:`.oauth_dpop`), and every token and resource request carries a fresh proof; a
+server's ``use_dpop_nonce`` answer is retried once with the nonce it sent.
 
 What an authorization server sends is not trusted: every fetch is bounded in time,
 size and redirects and must be HTTPS (but to loopback), metadata of another issuer is
@@ -108,8 +109,9 @@ class OAuth(httpx.Auth):
     JWT to present, or an :data:`~.oauth_exchange.AssertionSource` such as
     :class:`~.oauth_exchange.TokenExchange`). ``scopes``: those to ask for (default:
     what the server's challenge, else its metadata, names). ``dpop``: ``True`` binds
-    tokens with DPoP when the authorization server offers it, ``False`` never, a
-    :class:`~.oauth_dpop.DPoPKey` with that key. ``store`` keeps tokens and
+    tokens with DPoP when both the authorization and the resource server offer it,
+    ``False`` never, a :class:`~.oauth_dpop.DPoPKey` with that key whenever the
+    authorization server offers it. ``store`` keeps tokens and
     registrations (in memory by default). ``http``: the client to reach authorization
     servers with; ``timeout`` bounds each exchange with them.
     """

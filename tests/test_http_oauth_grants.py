@@ -314,11 +314,15 @@ async def test_without_dpop_offered_tokens_stay_bearer() -> None:
     assert world.jtis == []
 
 
-async def test_a_given_key_is_the_one_used() -> None:
+async def test_a_given_key_is_the_one_used_when_its_algorithm_is_offered() -> None:
     world = World(dpop=True)
-    key = DPoPKey("ES384")
+    world.rs_dpop = "silent"  # given a key, the client does not wait to be told
+    key = DPoPKey("ES256")
     assert await call(world, machine(world, dpop=key), times=2) == [200, 200]
     assert world.thumbprints == {key.thumbprint}
+    other = World(dpop=True)  # it offers RS256 and ES256 only
+    assert await call(other, machine(other, dpop=DPoPKey("ES384"))) == [200]
+    assert other.token_proofs == [False]
 
 
 def test_proofs_carry_what_rfc_9449_asks() -> None:

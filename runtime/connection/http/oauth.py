@@ -71,6 +71,8 @@ __all__ = [
 MAX_ANSWER_BYTES: Final = 256 * 1024
 #: A token this close to its end is refreshed before it is sent.
 EXPIRY_MARGIN: Final = 30.0
+#: The most tokens whose binding (DPoP or Bearer) is remembered.
+MAX_BINDINGS_KEPT: Final = 256
 _ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
@@ -159,6 +161,8 @@ class OAuth(httpx.Auth):
         #: nonces servers asked for.
         self._dpop_keys: dict[str, DPoPKey] = {}
         self._nonces = DPoPNonces()
+        #: Access token -> the algorithm of the key it is bound to (None: Bearer).
+        self._bindings: dict[str, str | None] = {}
 
     # -- the flow of each request --------------------------------------------------------------
 
@@ -202,15 +206,8 @@ class OAuth(httpx.Auth):
     async def _present(self, request: httpx.Request, key: str, access: str) -> None:
         """Put ``access`` on ``request``: as a DPoP token with a fresh proof when it is
         bound to a key of ours, else as a Bearer token."""
-        kept = await self.store.load(key) or {}
-        tokens = kept.get("tokens")
-        algorithm = kept.get("dpop_alg")
-        if (
-            isinstance(tokens, dict)
-            and tokens.get("token_type") == "DPoP"
-            and tokens.get("access_token") == access
-            and isinstance(algorithm, str)
-        ):
+        algorithm = await self._binding(key, access)
+        if algorithm is not None:
             url = str(request.url)
             proof = self._dpop_key(algorithm).proof(
                 request.method, url, access_token=access, nonce=self._nonces.get(url)
@@ -220,6 +217,25 @@ class OAuth(httpx.Auth):
         else:
             request.headers["authorization"] = f"Bearer {access}"
             request.headers.pop("dpop", None)
+
+    async def _binding(self, key: str, access: str) -> str | None:
+        """The algorithm of the DPoP key ``access`` is bound to (``None``: a Bearer
+        token), as the store says, remembered for the next requests."""
+        if access in self._bindings:
+            return self._bindings[access]
+        kept = await self.store.load(key) or {}
+        tokens = kept.get("tokens")
+        algorithm = kept.get("dpop_alg")
+        bound = (
+            isinstance(tokens, dict)
+            and tokens.get("token_type") == "DPoP"
+            and tokens.get("access_token") == access
+            and isinstance(algorithm, str)
+        )
+        if len(self._bindings) >= MAX_BINDINGS_KEPT:
+            self._bindings.clear()
+        self._bindings[access] = algorithm if bound else None
+        return self._bindings[access]
 
     def _nonce_asked(self, request: httpx.Request, response: httpx.Response) -> bool:
         """Keep a nonce the server sent; whether it refused ``request`` for want of it
@@ -246,9 +262,11 @@ class OAuth(httpx.Auth):
         whenever the authorization server does."""
         if self.dpop is False:
             return None
-        algorithm = choose_algorithm(server.document.get("dpop_signing_alg_values_supported"))
+        listed = server.document.get("dpop_signing_alg_values_supported")
         if isinstance(self.dpop, DPoPKey):
-            return self.dpop if algorithm is not None else None
+            offered = isinstance(listed, list) and self.dpop.algorithm in listed
+            return self.dpop if offered else None
+        algorithm = choose_algorithm(listed)
         if algorithm is None or not resource_takes_it:
             return None
         return self._dpop_key(algorithm)

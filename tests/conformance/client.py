@@ -16,7 +16,8 @@ authorization URL whose redirect is read (the suite's server approves at once), 
 Client ID Metadata Document URL to offer; ``client_credentials`` for the scenarios named
 so, with the secret or private key the scenario's context gives; the JWT-bearer grant
 when the context gives a workload's JWT (``valid_jwt``) or an identity provider's ID
-token to exchange (``idp_id_token``). DPoP is the client's default when offered.
+token to exchange (``idp_id_token``). DPoP is the client's default when both servers
+offer it.
 """
 
 from __future__ import annotations

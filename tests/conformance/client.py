@@ -14,7 +14,10 @@ scenarios (``auth/...``) run with :class:`~mcpspec.runtime.connection.http.oauth
 the authorization code grant, the user's consent standing in as a GET of the
 authorization URL whose redirect is read (the suite's server approves at once), with a
 Client ID Metadata Document URL to offer; ``client_credentials`` for the scenarios named
-so, with the secret or private key the scenario's context gives.
+so, with the secret or private key the scenario's context gives; the JWT-bearer grant
+when the context gives a workload's JWT (``valid_jwt``) or an identity provider's ID
+token to exchange (``idp_id_token``). DPoP is the client's default when both servers
+offer it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.connection import Client, NegotiationRefused, RequestError
 from mcpspec.runtime.connection.http.oauth import OAuth, PrivateKeyJwt
+from mcpspec.runtime.connection.http.oauth_exchange import TokenExchange
 
 #: The Client ID Metadata Document URL the suite expects a client to offer.
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
@@ -97,6 +101,23 @@ def oauth_for(scenario: str, context: Mapping[str, Any]) -> OAuth:
         if isinstance(pem, str)
         else None
     )
+    if isinstance(context.get("idp_id_token"), str):
+        # Enterprise-managed authorization: the user's ID token, traded at the
+        # identity provider for an ID-JAG, presented with the JWT-bearer grant.
+        exchange = TokenExchange(
+            token_endpoint=str(context["idp_token_endpoint"]),
+            id_token=context["idp_id_token"],
+            client_id=context.get("idp_client_id"),
+        )
+        return OAuth(
+            grant="jwt_bearer",
+            assertion=exchange,
+            client_id=client_id,
+            client_secret=secret,
+        )
+    if isinstance(context.get("valid_jwt"), str):
+        # Workload identity federation: the workload's own JWT is the assertion.
+        return OAuth(grant="jwt_bearer", assertion=context["valid_jwt"], client_id=client_id)
     if scenario.startswith("auth/client-credentials"):
         return OAuth(
             grant="client_credentials",

@@ -7,8 +7,8 @@ scenario, quoted) that the failure is about. The test asserts that exactly these
 fail: a fix, or a new failure, changes the verdict and fails the test until the table
 says so.
 
-The OAuth scenarios (``auth/...``) are judged like the others: those the client does
-not pass are in the table too.
+The OAuth scenarios (``auth/...``) are judged like the others, the authorization
+extensions (DPoP, enterprise-managed authorization, workload identity) included.
 """
 
 from __future__ import annotations
@@ -129,72 +129,3 @@ for _scenario in (
         "skills/list, so the suite skips every check",
         "SEP-2640 (an extension, not scored by the suite)",
     )
-
-# -- our OAuth client: the authorization extensions it does not implement -------------------
-
-_ENTERPRISE = (
-    "the enterprise-managed authorization extension (SEP-990: an identity provider's "
-    "token exchanged for an ID-JAG, then the JWT-bearer grant) is not implemented; the "
-    "client authorizes with the authorization code or client_credentials grant only"
-)
-_ENTERPRISE_SPEC = (
-    "the scenario: 'Tests complete SEP-990 flow: token exchange + JWT bearer grant' "
-    "(an extension, not part of the 2025-11-25 authorization specification)"
-)
-_add(
-    [("0.1.16", "client")],
-    "auth/cross-app-access-complete-flow",
-    ["complete-flow-jwt-bearer", "complete-flow-token-exchange"],
-    _ENTERPRISE,
-    _ENTERPRISE_SPEC,
-)
-_add(
-    [(ALPHA, "client@2026-07-28")],
-    "auth/enterprise-managed-authorization",
-    ["complete-flow-jwt-bearer", "complete-flow-token-exchange"],
-    _ENTERPRISE,
-    _ENTERPRISE_SPEC,
-)
-_DPOP = (
-    "DPoP-bound tokens (SEP-1932, RFC 9449) are not implemented: the client sends "
-    "Bearer tokens without DPoP proofs"
-)
-_DPOP_SPEC = (
-    "SEP-1932 (an extension): a client of a server advertising "
-    "dpop_signing_alg_values_supported 'sends a DPoP proof' with each token and resource "
-    "request and uses the 'DPoP' authorization scheme"
-)
-_add(
-    [(ALPHA, "client@2026-07-28")],
-    "auth/dpop",
-    [
-        "sep-1932-client-dpop-auth-scheme",
-        "sep-1932-client-fresh-proof",
-        "sep-1932-client-token-request-proof",
-    ],
-    _DPOP,
-    _DPOP_SPEC,
-)
-_add(
-    [(ALPHA, "client@2026-07-28")],
-    "auth/dpop-nonce",
-    [
-        "sep-1932-client-as-nonce",
-        "sep-1932-client-dpop-auth-scheme",
-        "sep-1932-client-fresh-proof",
-        "sep-1932-client-rs-nonce",
-        "sep-1932-client-token-request-proof",
-    ],
-    _DPOP,
-    _DPOP_SPEC,
-)
-_add(
-    [(ALPHA, "client@2026-07-28")],
-    "auth/wif-jwt-bearer",
-    ["wif-grant-type"],
-    "workload identity federation (SEP-1933: the RFC 7523 JWT-bearer grant with a "
-    "workload's JWT as the assertion) is not implemented",
-    "the scenario: 'The client must: use grant_type=urn:ietf:params:oauth:grant-type:"
-    "jwt-bearer, include the workload JWT as the assertion parameter' (extension "
-    "io.modelcontextprotocol/auth/wif)",
-)

@@ -19,7 +19,7 @@ import anyio
 import httpx
 import msgspec
 
-__all__ = ["FetchError", "fetch_json", "is_loopback", "require_secure"]
+__all__ = ["FetchError", "fetch_json", "fetch_json_with_headers", "is_loopback", "require_secure"]
 
 #: The most redirects followed when a fetch follows them.
 MAX_REDIRECTS: Final = 3
@@ -29,11 +29,19 @@ class FetchError(Exception):
     """A fetch from an authorization server failed: unreachable, too slow, too large,
     not JSON, not HTTPS, or an error status (``status``, when one came)."""
 
-    def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        body: Any = None,
+        headers: httpx.Headers | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         #: The JSON body of an error answer, when it was one (an OAuth error object).
         self.body = body
+        #: The headers of the error answer, when one came (a DPoP nonce is one).
+        self.headers = headers if headers is not None else httpx.Headers()
 
 
 def is_loopback(host: str) -> bool:
@@ -75,13 +83,48 @@ async def fetch_json(
     """The JSON body of ``method url`` (a form ``data`` or a ``json`` body for a POST),
     within ``timeout`` seconds in all and ``max_bytes`` of body. A status not in ``ok``
     is a :class:`FetchError` (with the body when ``accept_errors`` and it was JSON)."""
+    value, _ = await fetch_json_with_headers(
+        client,
+        url,
+        method=method,
+        data=data,
+        json=json,
+        headers=headers,
+        auth=auth,
+        timeout=timeout,
+        max_bytes=max_bytes,
+        follow_redirects=follow_redirects,
+        accept_errors=accept_errors,
+        ok=ok,
+    )
+    return value
+
+
+async def fetch_json_with_headers(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    method: str = "GET",
+    data: Mapping[str, str] | None = None,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+    auth: httpx.Auth | None = None,
+    timeout: float,
+    max_bytes: int,
+    follow_redirects: bool = False,
+    accept_errors: bool = False,
+    ok: tuple[int, ...] = (200,),
+) -> tuple[Any, httpx.Headers]:
+    """:func:`fetch_json`, and the answer's headers (an error's are on the
+    :class:`FetchError`)."""
     require_secure(url)
     try:
         with anyio.fail_after(timeout):
             for _ in range(MAX_REDIRECTS + 1):
-                status, body, location = await _exchange(
+                status, body, answered = await _exchange(
                     client, method, url, data, json, headers, auth, max_bytes
                 )
+                location = answered.get("location")
                 if status in (301, 302, 303, 307, 308) and follow_redirects and location:
                     url = require_secure(urllib.parse.urljoin(url, location))
                     continue
@@ -100,9 +143,12 @@ async def fetch_json(
             raise FetchError(f"{_shown(url)} answered with a body that is not JSON") from None
     if status not in ok:
         raise FetchError(
-            f"{_shown(url)} answered {status}", status, value if accept_errors else None
+            f"{_shown(url)} answered {status}",
+            status,
+            value if accept_errors else None,
+            answered,
         )
-    return value
+    return value, answered
 
 
 async def _exchange(
@@ -114,7 +160,7 @@ async def _exchange(
     headers: Mapping[str, str] | None,
     auth: httpx.Auth | None,
     max_bytes: int,
-) -> tuple[int, bytes, str | None]:
+) -> tuple[int, bytes, httpx.Headers]:
     request_headers = {"accept": "application/json", **(headers or {})}
     async with client.stream(
         method,
@@ -135,7 +181,7 @@ async def _exchange(
             if size > max_bytes:
                 raise FetchError(f"{_shown(url)} sends more than {max_bytes} bytes")
             chunks.append(chunk)
-        return response.status_code, b"".join(chunks), response.headers.get("location")
+        return response.status_code, b"".join(chunks), response.headers
 
 
 def _shown(url: str) -> str:

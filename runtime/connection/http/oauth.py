@@ -5,11 +5,19 @@ discovers how to authorize (``WWW-Authenticate`` → Protected Resource Metadata
 authorization server metadata, :mod:`.oauth_discovery`), obtains a client identity
 (pre-registered, a Client ID Metadata Document, or Dynamic Client Registration as the
 fallback), gets a token (authorization code with PKCE S256 through a
-:class:`~.oauth_redirect.RedirectHandler`, or ``client_credentials`` for a machine
-client, authenticated by secret or ``private_key_jwt``), always naming the server as
-the token's ``resource`` (RFC 8707), and sends the request again. It refreshes tokens
-before they end, and on a 403 ``insufficient_scope`` asks once more with the union of
-the scopes held and asked (once per request).
+:class:`~.oauth_redirect.RedirectHandler`, ``client_credentials`` for a machine
+client, authenticated by secret or ``private_key_jwt``, or the JWT-bearer grant with an
+assertion from :mod:`.oauth_exchange`: a workload's identity token, or an enterprise
+identity provider's ID-JAG), always naming the server as the token's ``resource`` (RFC
+8707), and sends the request again. It refreshes tokens before they end, and on a 403
+``insufficient_scope`` asks once more with the union of the scopes held and asked (once
+per request).
+
+When the authorization server offers DPoP (RFC 9449: it lists
+``dpop_signing_alg_values_supported``) and the resource server takes it (a ``DPoP``
+challenge, or DPoP in its metadata), tokens are bound to a key this client makes once
+(:mod:`.oauth_dpop`), and every token and resource request carries a fresh proof; a
+server's ``use_dpop_nonce`` answer is retried once with the nonce it sent.
 
 What an authorization server sends is not trusted: every fetch is bounded in time,
 size and redirects and must be HTTPS (but to loopback), metadata of another issuer is
@@ -33,17 +41,20 @@ from typing import Any, Final, Literal
 import anyio
 import httpx
 
-from .bounded_fetch import FetchError, fetch_json, is_loopback
+from .bounded_fetch import FetchError, fetch_json, fetch_json_with_headers, is_loopback
 from .oauth_discovery import (
     AuthorizationServer,
     Challenge,
     DiscoveryError,
     OAuthError,
+    ProtectedResource,
     canonical_resource,
     discover_authorization_server,
     discover_resource,
     parse_challenge,
 )
+from .oauth_dpop import DPoPKey, DPoPNonces, choose_algorithm
+from .oauth_exchange import JWT_BEARER, AssertionRequest, AssertionSource
 from .oauth_redirect import RedirectHandler
 from .oauth_store import MemoryTokenStore, TokenStore
 
@@ -60,6 +71,8 @@ __all__ = [
 MAX_ANSWER_BYTES: Final = 256 * 1024
 #: A token this close to its end is refreshed before it is sent.
 EXPIRY_MARGIN: Final = 30.0
+#: The most tokens whose binding (DPoP or Bearer) is remembered.
+MAX_BINDINGS_KEPT: Final = 256
 _ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
@@ -93,11 +106,16 @@ class OAuth(httpx.Auth):
     Client identity: ``client_id`` (and ``client_secret`` or ``private_key_jwt``) when
     pre-registered; else ``client_metadata_url``, the URL of a Client ID Metadata
     Document, when the server supports those; else Dynamic Client Registration, with
-    ``client_name``. ``grant``: ``"authorization_code"`` (needs ``redirect``) or
-    ``"client_credentials"``. ``scopes``: those to ask for (default: what the server's
-    challenge, else its metadata, names). ``store`` keeps tokens and registrations
-    (in memory by default). ``http``: the client to reach authorization servers with;
-    ``timeout`` bounds each exchange with them.
+    ``client_name``. ``grant``: ``"authorization_code"`` (needs ``redirect``),
+    ``"client_credentials"``, or ``"jwt_bearer"`` (RFC 7523; needs ``assertion``: the
+    JWT to present, or an :data:`~.oauth_exchange.AssertionSource` such as
+    :class:`~.oauth_exchange.TokenExchange`). ``scopes``: those to ask for (default:
+    what the server's challenge, else its metadata, names). ``dpop``: ``True`` binds
+    tokens with DPoP when both the authorization and the resource server offer it,
+    ``False`` never, a :class:`~.oauth_dpop.DPoPKey` with that key whenever the
+    authorization server offers it. ``store`` keeps tokens and
+    registrations (in memory by default). ``http``: the client to reach authorization
+    servers with; ``timeout`` bounds each exchange with them.
     """
 
     def __init__(
@@ -109,16 +127,22 @@ class OAuth(httpx.Auth):
         client_metadata_url: str | None = None,
         client_name: str = "mcpspec client",
         redirect: RedirectHandler | None = None,
-        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        grant: Literal["authorization_code", "client_credentials", "jwt_bearer"] = (
+            "authorization_code"
+        ),
+        assertion: str | AssertionSource | None = None,
         scopes: Iterable[str] | None = None,
+        dpop: DPoPKey | bool = True,
         store: TokenStore | None = None,
         http: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
         if grant == "authorization_code" and redirect is None:
             raise ValueError("the authorization_code grant needs a redirect handler")
-        if grant not in ("authorization_code", "client_credentials"):
+        if grant not in ("authorization_code", "client_credentials", "jwt_bearer"):
             raise ValueError(f"unknown grant {grant!r}")
+        if grant == "jwt_bearer" and assertion is None:
+            raise ValueError("the jwt_bearer grant needs an assertion")
         self.client_id = client_id
         self.client_secret = client_secret
         self.private_key_jwt = private_key_jwt
@@ -126,11 +150,19 @@ class OAuth(httpx.Auth):
         self.client_name = client_name
         self.redirect = redirect
         self.grant = grant
+        self.assertion = assertion
+        self.dpop = dpop
         self.scopes = tuple(scopes) if scopes is not None else None
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self._http = http
         self.timeout = timeout
         self._lock = anyio.Lock()
+        #: The DPoP keys made (one per algorithm, kept for this client's life) and the
+        #: nonces servers asked for.
+        self._dpop_keys: dict[str, DPoPKey] = {}
+        self._nonces = DPoPNonces()
+        #: Access token -> the algorithm of the key it is bound to (None: Bearer).
+        self._bindings: dict[str, str | None] = {}
 
     # -- the flow of each request --------------------------------------------------------------
 
@@ -141,15 +173,22 @@ class OAuth(httpx.Auth):
         async with self._lock:
             sent = await self._usable_token(key)
         if sent is not None:
-            request.headers["authorization"] = f"Bearer {sent}"
+            await self._present(request, key, sent)
         response = yield request
+        if sent is not None and self._nonce_asked(request, response):
+            # RFC 9449 §9: the resource server wants its nonce in the proof; once.
+            await self._present(request, key, sent)
+            response = yield request
         if response.status_code == 401:
             challenge = parse_challenge(response.headers.get("www-authenticate"))
             async with self._lock:
                 token = await self._token_after_refusal(key, request, challenge, sent, None)
-            request.headers["authorization"] = f"Bearer {token}"
+            await self._present(request, key, token)
             sent = token
             response = yield request
+            if self._nonce_asked(request, response):
+                await self._present(request, key, token)
+                response = yield request
         if response.status_code == 403:
             challenge = parse_challenge(response.headers.get("www-authenticate"))
             if challenge.error == "insufficient_scope":
@@ -158,8 +197,79 @@ class OAuth(httpx.Auth):
                     held = await self._held_scopes(key)
                     wanted = held | set((challenge.scope or "").split())
                     token = await self._token_after_refusal(key, request, challenge, sent, wanted)
-                request.headers["authorization"] = f"Bearer {token}"
-                yield request
+                await self._present(request, key, token)
+                response = yield request
+                if self._nonce_asked(request, response):
+                    await self._present(request, key, token)
+                    yield request
+
+    async def _present(self, request: httpx.Request, key: str, access: str) -> None:
+        """Put ``access`` on ``request``: as a DPoP token with a fresh proof when it is
+        bound to a key of ours, else as a Bearer token."""
+        algorithm = await self._binding(key, access)
+        if algorithm is not None:
+            url = str(request.url)
+            proof = self._dpop_key(algorithm).proof(
+                request.method, url, access_token=access, nonce=self._nonces.get(url)
+            )
+            request.headers["authorization"] = f"DPoP {access}"
+            request.headers["dpop"] = proof
+        else:
+            request.headers["authorization"] = f"Bearer {access}"
+            request.headers.pop("dpop", None)
+
+    async def _binding(self, key: str, access: str) -> str | None:
+        """The algorithm of the DPoP key ``access`` is bound to (``None``: a Bearer
+        token), as the store says, remembered for the next requests."""
+        if access in self._bindings:
+            return self._bindings[access]
+        kept = await self.store.load(key) or {}
+        tokens = kept.get("tokens")
+        algorithm = kept.get("dpop_alg")
+        bound = (
+            isinstance(tokens, dict)
+            and tokens.get("token_type") == "DPoP"
+            and tokens.get("access_token") == access
+            and isinstance(algorithm, str)
+        )
+        if len(self._bindings) >= MAX_BINDINGS_KEPT:
+            self._bindings.clear()
+        self._bindings[access] = algorithm if bound else None
+        return self._bindings[access]
+
+    def _nonce_asked(self, request: httpx.Request, response: httpx.Response) -> bool:
+        """Keep a nonce the server sent; whether it refused ``request`` for want of it
+        (a 401 ``use_dpop_nonce`` to a request that carried a proof)."""
+        values = response.headers.get_list("dpop-nonce")
+        if not values or "dpop" not in request.headers:
+            return False
+        kept = self._nonces.note(str(request.url), values)
+        challenge = parse_challenge(response.headers.get("www-authenticate"))
+        return kept and response.status_code == 401 and challenge.error == "use_dpop_nonce"
+
+    def _dpop_key(self, algorithm: str) -> DPoPKey:
+        """This client's key for ``algorithm`` (the one given, else one made once)."""
+        if isinstance(self.dpop, DPoPKey) and self.dpop.algorithm == algorithm:
+            return self.dpop
+        key = self._dpop_keys.get(algorithm)
+        if key is None:
+            key = self._dpop_keys[algorithm] = DPoPKey(algorithm)
+        return key
+
+    def _dpop_for(self, server: AuthorizationServer, resource_takes_it: bool) -> DPoPKey | None:
+        """The key to bind tokens of ``server`` to (``None``: Bearer tokens): ours when
+        both the authorization server and the resource server offer DPoP, the one given
+        whenever the authorization server does."""
+        if self.dpop is False:
+            return None
+        listed = server.document.get("dpop_signing_alg_values_supported")
+        if isinstance(self.dpop, DPoPKey):
+            offered = isinstance(listed, list) and self.dpop.algorithm in listed
+            return self.dpop if offered else None
+        algorithm = choose_algorithm(listed)
+        if algorithm is None or not resource_takes_it:
+            return None
+        return self._dpop_key(algorithm)
 
     async def _usable_token(self, key: str) -> str | None:
         """The access token kept for ``key``, refreshed first when it is about to end."""
@@ -224,13 +334,22 @@ class OAuth(httpx.Auth):
                 scope = challenge.scope or " ".join(resource_meta.scopes_supported) or None
             kept = await self.store.load(key) or {}
             identity = await self._identity(client, server, kept)
+            dpop = self._dpop_for(server, _takes_dpop(challenge, resource_meta, kept))
             if self.grant == "client_credentials":
                 form = {"grant_type": "client_credentials", "resource": resource}
                 if scope:
                     form["scope"] = scope
+            elif self.grant == "jwt_bearer":
+                form = {
+                    "grant_type": JWT_BEARER,
+                    "assertion": await self._assertion_for(client, server, resource, scope),
+                    "resource": resource,
+                }
+                if scope:
+                    form["scope"] = scope
             else:
                 form = await self._authorization_code(server, identity, scope, resource)
-            tokens = await self._token_request(client, server, identity, form)
+            tokens = await self._token_request(client, server, identity, form, dpop)
         finally:
             if self._http is None:
                 await client.aclose()
@@ -245,10 +364,35 @@ class OAuth(httpx.Auth):
                 "token_endpoint": server.token_endpoint,
                 "resource": resource,
                 "auth_methods": server.document.get("token_endpoint_auth_methods_supported"),
+                "dpop_alg": dpop.algorithm if dpop is not None else None,
             },
         )
         access: str = tokens["access_token"]
         return access
+
+    async def _assertion_for(
+        self,
+        client: httpx.AsyncClient,
+        server: AuthorizationServer,
+        resource: str,
+        scope: str | None,
+    ) -> str:
+        """The JWT the JWT-bearer grant presents: the one given, or its source's."""
+        if isinstance(self.assertion, str):
+            return self.assertion
+        assert self.assertion is not None
+        request = AssertionRequest(
+            issuer=server.issuer,
+            token_endpoint=server.token_endpoint,
+            resource=resource,
+            scope=scope,
+            http=client,
+            timeout=self.timeout,
+        )
+        assertion = await self.assertion(request)
+        if not isinstance(assertion, str) or not assertion:
+            raise AuthorizationFailed("the assertion source gave no assertion")
+        return assertion
 
     async def _identity(
         self, client: httpx.AsyncClient, server: AuthorizationServer, kept: dict[str, Any]
@@ -287,9 +431,10 @@ class OAuth(httpx.Auth):
             "token_endpoint_auth_method": "none",
             "application_type": "web",
         }
-        if self.grant == "client_credentials":
+        if self.grant in ("client_credentials", "jwt_bearer"):
             metadata.update(
-                grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+                grant_types=[JWT_BEARER if self.grant == "jwt_bearer" else "client_credentials"],
+                token_endpoint_auth_method="client_secret_basic",
             )
         else:
             assert self.redirect is not None
@@ -401,9 +546,11 @@ class OAuth(httpx.Auth):
         form = {"grant_type": "refresh_token", "refresh_token": refresh}
         if isinstance(kept.get("resource"), str):
             form["resource"] = kept["resource"]
+        algorithm = kept.get("dpop_alg")
+        dpop = self._dpop_key(algorithm) if isinstance(algorithm, str) else None
         client = self._http or httpx.AsyncClient()
         try:
-            fresh = await self._token_request(client, server, identity, form)
+            fresh = await self._token_request(client, server, identity, form, dpop)
         except OAuthError:
             return None
         finally:
@@ -422,9 +569,11 @@ class OAuth(httpx.Auth):
         server: AuthorizationServer,
         identity: dict[str, Any],
         form: dict[str, str],
+        dpop: DPoPKey | None = None,
     ) -> dict[str, Any]:
         """POST ``form`` to the token endpoint, the client authenticated as the server
-        takes it; the tokens, checked."""
+        takes it, with a DPoP proof of ``dpop`` (again once with the nonce the server
+        asks for); the tokens, checked."""
         form = dict(form)
         auth: httpx.Auth | None = None
         client_id = identity["client_id"]
@@ -446,23 +595,41 @@ class OAuth(httpx.Auth):
                 )
         else:
             form["client_id"] = client_id
-        try:
-            answer = await fetch_json(
-                client,
-                server.token_endpoint,
-                method="POST",
-                data=form,
-                auth=auth,
-                timeout=self.timeout,
-                max_bytes=MAX_ANSWER_BYTES,
-                accept_errors=True,
-            )
-        except FetchError as exc:
-            code = _error_code(exc.body)
-            raise TokenResponseError(
-                f"the token request failed: {exc}" + (f" ({code})" if code else ""), code
-            ) from None
-        return _tokens_of(answer)
+        endpoint = server.token_endpoint
+        for attempt in (1, 2):
+            headers = None
+            if dpop is not None:
+                proof = dpop.proof("POST", endpoint, nonce=self._nonces.get(endpoint))
+                headers = {"dpop": proof}
+            try:
+                answer, answered = await fetch_json_with_headers(
+                    client,
+                    endpoint,
+                    method="POST",
+                    data=form,
+                    headers=headers,
+                    auth=auth,
+                    timeout=self.timeout,
+                    max_bytes=MAX_ANSWER_BYTES,
+                    accept_errors=True,
+                )
+            except FetchError as exc:
+                code = _error_code(exc.body)
+                nonce = exc.headers.get_list("dpop-nonce")
+                if (
+                    dpop is not None
+                    and attempt == 1
+                    and code == "use_dpop_nonce"
+                    and self._nonces.note(endpoint, nonce)
+                ):
+                    continue  # RFC 9449 §8: again, with the server's nonce
+                raise TokenResponseError(
+                    f"the token request failed: {exc}" + (f" ({code})" if code else ""), code
+                ) from None
+            if dpop is not None and "dpop-nonce" in answered:
+                self._nonces.note(endpoint, answered.get_list("dpop-nonce"))
+            return _tokens_of(answer, dpop=dpop is not None)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _assertion(self, client_id: str, server: AuthorizationServer) -> str:
         import jwt
@@ -486,23 +653,43 @@ class OAuth(httpx.Auth):
         )
 
 
+def _takes_dpop(challenge: Challenge, resource: ProtectedResource, kept: dict[str, Any]) -> bool:
+    """Whether the resource server takes DPoP-bound tokens: its challenge names the DPoP
+    scheme (RFC 9449 §7.1), its metadata asks for them or lists DPoP algorithms (RFC
+    9728 §2), or the token held for it is one."""
+    document = resource.document
+    return (
+        challenge.dpop
+        or document.get("dpop_bound_access_tokens_required") is True
+        or isinstance(document.get("dpop_signing_alg_values_supported"), list)
+        or isinstance(kept.get("dpop_alg"), str)
+    )
+
+
 def _error_code(body: Any) -> str | None:
     """The OAuth ``error`` of an error answer (clipped), when it has one."""
     error = body.get("error") if isinstance(body, dict) else None
     return error[:64] if isinstance(error, str) else None
 
 
-def _tokens_of(answer: Any) -> dict[str, Any]:
-    """The tokens of a token response (RFC 6749 §5.1), or :class:`TokenResponseError`."""
+def _tokens_of(answer: Any, *, dpop: bool = False) -> dict[str, Any]:
+    """The tokens of a token response (RFC 6749 §5.1), or :class:`TokenResponseError`;
+    a ``DPoP`` token only when a proof was sent (``dpop``)."""
     if not isinstance(answer, dict):
         raise TokenResponseError("the token response is not a JSON object")
     access = answer.get("access_token")
     if not isinstance(access, str) or not access or len(access) > 64 * 1024:
         raise TokenResponseError("the token response has no usable access_token")
     token_type = answer.get("token_type")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
-        raise TokenResponseError("the token response's token_type is not Bearer")
-    tokens: dict[str, Any] = {"access_token": access}
+    kind = token_type.lower() if isinstance(token_type, str) else None
+    if kind != "bearer" and not (dpop and kind == "dpop"):
+        raise TokenResponseError(
+            "the token response's token_type is not Bearer" + (" or DPoP" if dpop else "")
+        )
+    tokens: dict[str, Any] = {
+        "access_token": access,
+        "token_type": "DPoP" if kind == "dpop" else "Bearer",
+    }
     expires_in = answer.get("expires_in")
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
         if expires_in <= 0:

@@ -35,6 +35,9 @@ __all__ = [
 #: The most bytes of a metadata document read.
 MAX_METADATA_BYTES: Final = 256 * 1024
 
+#: The start of a Bearer or DPoP challenge: its scheme, first or after a comma.
+_SCHEME = re.compile(r"(?:^|,)\s*(?:bearer|dpop)(?=\s|,|$)", re.IGNORECASE)
+_DPOP_SCHEME = re.compile(r"(?:^|,)\s*dpop(?=\s|,|$)", re.IGNORECASE)
 _PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
@@ -49,23 +52,26 @@ class DiscoveryError(OAuthError):
 @dataclass(frozen=True)
 class Challenge:
     """The ``Bearer`` challenge of a 401 or 403: ``error`` (``invalid_token``,
-    ``insufficient_scope``), the ``scope`` asked for, the ``resource_metadata`` URL."""
+    ``insufficient_scope``), the ``scope`` asked for, the ``resource_metadata`` URL;
+    ``dpop``: a ``DPoP`` challenge came too (the server takes DPoP-bound tokens)."""
 
     error: str | None = None
     scope: str | None = None
     resource_metadata: str | None = None
+    dpop: bool = False
 
 
 def parse_challenge(value: str | None) -> Challenge:
-    """The ``Bearer`` challenge in a ``WWW-Authenticate`` value (an empty one when there
-    is none: the parameters of other schemes are not taken)."""
+    """The ``Bearer`` (or ``DPoP``, RFC 9449 §7.1) challenge in a ``WWW-Authenticate``
+    value (an empty one when there is none: the parameters of other schemes are not
+    taken)."""
     if not value:
         return Challenge()
-    start = value.lower().find("bearer")
-    if start < 0:
+    scheme = _SCHEME.search(value)
+    if scheme is None:
         return Challenge()
     params: dict[str, str] = {}
-    for match in _PARAM.finditer(value[start + 6 :]):
+    for match in _PARAM.finditer(value[scheme.end() :]):
         name = match.group(1).lower()
         quoted, bare = match.group(2), match.group(3)
         text = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
@@ -74,6 +80,7 @@ def parse_challenge(value: str | None) -> Challenge:
         error=params.get("error"),
         scope=params.get("scope"),
         resource_metadata=params.get("resource_metadata"),
+        dpop=_DPOP_SCHEME.search(value) is not None,
     )
 
 

@@ -31,7 +31,7 @@ from mcpspec.runtime import (
 )
 from mcpspec.runtime.connection.http import HttpSettings
 from mcpspec.runtime.connection.http.asgi import (
-    BodyTooLarge,
+    BodyRefused,
     ClientGone,
     header_map,
     read_body,
@@ -135,9 +135,9 @@ def build() -> App:
                 passed.clear()
             passed.add(checked)
         try:
-            body = await read_body(receive, headers, MAX_BODY)
-        except BodyTooLarge:
-            await respond(send, 413)
+            body = await read_body(receive, headers, MAX_BODY, settings.stall_seconds)
+        except BodyRefused as exc:
+            await respond(send, exc.status)
             return
         except ClientGone:
             return

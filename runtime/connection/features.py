@@ -31,6 +31,8 @@ class DeclaredFeatures:
     _resources: Resources
     _prompts: Prompts
     _completers: Completers
+    #: The revisions the server speaks (``None``: all).
+    revisions: tuple[str, ...] | None
 
     def resource(
         self,
@@ -94,6 +96,7 @@ class DeclaredFeatures:
                 title=title,
                 description=description,
                 icons=icons,
+                revisions=self.revisions,
             )
             self._declared.update(dict.fromkeys(_PROMPTS, "prompts"))
             self._handlers["prompts/list"] = self._prompts.list_prompts

@@ -10,18 +10,24 @@ one that does not convert answers -32602 naming it.
 
 A function returns a string (one user message), a message (``PromptMessage`` of any
 revision or a mapping with ``role`` and ``content``), a content block (a user message
-of it), a list of those, or the whole ``GetPromptResult``.
+of it; a content helper of :mod:`.content`, ``image(...)``, ``audio(...)``, ..., also
+as a message's ``content``), a list of those, or the whole ``GetPromptResult``. A
+content helper takes the wire form of the negotiated revision; one the revision lacks
+(audio before 2025-03-26, a resource link before 2025-06-18) answers -32603 naming the
+revision it needs, and a function annotated to return a type that none of the server's
+revisions has is refused when it is declared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from mcpspec.runtime.errors import show
+from mcpspec.runtime.errors import ErrorCode, show
 
+from .content import Content, ContentUnsupported, refuse_unsupported
 from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
@@ -58,11 +64,14 @@ class Prompts:
         title: str | None = None,
         description: str | None = None,
         icons: list[Any] | None = None,
+        revisions: Iterable[str] | None = None,
     ) -> Prompt:
-        """Declare ``fn`` as a prompt (see ``Server.prompt``)."""
+        """Declare ``fn`` as a prompt (see ``Server.prompt``) of a server speaking
+        ``revisions`` (``None``: all)."""
         prompt_name = str(name or getattr(fn, "__name__", "prompt"))
         what = f"prompt {prompt_name!r}"
         signature = signature_of(fn, what)
+        refuse_unsupported(fn, revisions, what)
         wire: dict[str, Any] = {"name": prompt_name}
         if title is not None:
             wire["title"] = title
@@ -122,28 +131,42 @@ class Prompts:
             raise RequestError.invalid_params(
                 f"prompt {show(prompt.name)}: invalid argument: {exc}"
             ) from None
-        result = _result_of(await prompt.fn(**kwargs), prompt.name)
+        value = await prompt.fn(**kwargs)
+        try:
+            result = _result_of(value, prompt.name, ctx.revision)
+        except ContentUnsupported as exc:
+            raise RequestError.of(
+                ErrorCode.INTERNAL_ERROR,
+                f"prompt {show(prompt.name)}: {exc}",
+                data={"type": exc.type, "revision": exc.revision, "needs": exc.needs},
+            ) from None
         description = prompt.definition.get("description")
         if description is not None:
             result.setdefault("description", description)
         return result
 
 
-def _result_of(value: Any, name: str) -> dict[str, Any]:
-    """A prompt function's return value as a ``GetPromptResult`` (wire form)."""
+def _result_of(value: Any, name: str, revision: str) -> dict[str, Any]:
+    """A prompt function's return value as a ``GetPromptResult`` of ``revision`` (wire
+    form; :class:`ContentUnsupported` for a content type the revision lacks)."""
     wire = msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
     if isinstance(wire, Mapping) and "messages" in wire:
         return dict(wire)
     items = wire if isinstance(wire, (list, tuple)) else [wire]
-    return {"messages": [_message(item, name) for item in items]}
+    return {"messages": [_message(item, name, revision) for item in items]}
 
 
-def _message(value: Any, name: str) -> dict[str, Any]:
+def _message(value: Any, name: str, revision: str) -> dict[str, Any]:
     if isinstance(value, str):
         return {"role": "user", "content": {"type": "text", "text": value}}
+    if isinstance(value, Content):
+        return {"role": "user", "content": value.wire(revision)}
     wire = msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
     if isinstance(wire, Mapping):
         if "role" in wire and "content" in wire:
+            content = wire["content"]
+            if isinstance(content, Content):
+                return {**wire, "content": content.wire(revision)}
             return dict(wire)
         if "type" in wire:
             return {"role": "user", "content": dict(wire)}

@@ -13,9 +13,11 @@ the database).
 
 A function returns ``str`` (a text content), ``bytes`` (a blob, base64), a resource
 contents object (``TextResourceContents``, ``BlobResourceContents``, of any revision,
-or a mapping in wire form; an ``EmbeddedResource`` gives its ``resource``), or a list of
-them; a contents without ``uri`` gets the URI read, one without ``mimeType`` the
-resource's.
+or a mapping in wire form; an ``EmbeddedResource`` gives its ``resource``), a content
+helper of :mod:`.content` (``image``, ``audio``: a blob with its MIME type;
+``embedded_resource``: its contents), or a list of them; a contents without ``uri``
+gets the URI read, one without ``mimeType`` the resource's. A function annotated to
+return a resource link (which has no contents) is refused when it is declared.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import msgspec
 
 from mcpspec.runtime.errors import clip
 
+from .content import Content, refuse_unsupported
 from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
@@ -112,6 +115,7 @@ class Resources:
         template) ``uri``; see ``Server.resource``."""
         what = f"resource {uri!r}"
         signature = signature_of(fn, what)
+        refuse_unsupported(fn, None, what, resource=True)
         wire: dict[str, Any] = {"name": name or getattr(fn, "__name__", uri)}
         optional = {
             "title": title,
@@ -212,6 +216,11 @@ def _one_contents(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]
         item: dict[str, Any] = {"uri": uri, "text": value}
     elif isinstance(value, (bytes, bytearray, memoryview)):
         item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode("ascii")}
+    elif isinstance(value, Content):
+        try:
+            item = {"uri": uri, **value.as_contents()}
+        except TypeError as exc:
+            raise TypeError(f"resource {uri!r}: {exc}") from None
     else:
         wire = _wire(value)
         if isinstance(wire, dict) and wire.get("type") == "resource":

@@ -47,6 +47,7 @@ from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
 from .completions import Completers
+from .content import refuse_unsupported
 from .context import (
     ClientDeclarations,
     InputNeeded,
@@ -226,19 +227,21 @@ class Server(DeclaredFeatures):
         ``tools/list`` and ``tools/call`` itself, which excludes handlers of its own for
         them. ``scopes``: the OAuth scopes a principal needs to see and call it (over
         HTTP with authorization: ``tools/list`` leaves it out for a principal without
-        them, and a call is refused with 403 ``insufficient_scope``)."""
+        them, and a call is refused with 403 ``insufficient_scope``). A function
+        annotated to return content that none of the server's revisions has (``Audio``
+        for a server of 2024-11-05 alone) is refused here, naming the revision needed."""
 
         def register(fn: T) -> T:
-            self.add_tool(
-                Tool.from_function(
-                    fn,
-                    name=name,
-                    description=description,
-                    title=title,
-                    annotations=annotations,
-                    scopes=scopes,
-                )
+            tool = Tool.from_function(
+                fn,
+                name=name,
+                description=description,
+                title=title,
+                annotations=annotations,
+                scopes=scopes,
             )
+            refuse_unsupported(fn, self.revisions, f"tool {tool.name!r}")
+            self.add_tool(tool)
             return fn
 
         return register

@@ -33,6 +33,8 @@ class DeclaredFeatures:
     _completers: Completers
     #: The revisions the server speaks (``None``: all).
     revisions: tuple[str, ...] | None
+    #: Whether the server keeps ``resources/subscribe`` (and declares it).
+    subscribe: bool
 
     def resource(
         self,
@@ -45,6 +47,7 @@ class DeclaredFeatures:
         annotations: Mapping[str, Any] | None = None,
         icons: list[Any] | None = None,
         size: int | None = None,
+        subscribe: bool = False,
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as the resource ``uri``, or, when
         ``uri`` is an RFC 6570 template (``"db://{table}/{id}"``), as the template whose
@@ -52,7 +55,12 @@ class DeclaredFeatures:
         ``name`` defaults to the function's name, ``description`` to its docstring.
         The server then answers ``resources/list``, ``resources/templates/list`` and
         ``resources/read`` itself. ``title`` and ``icons`` are left out of the answers
-        of revisions without them (before 2025-06-18 and 2025-11-25)."""
+        of revisions without them (before 2025-06-18 and 2025-11-25). ``subscribe``:
+        clients may subscribe to it (to the resources a template gives, for one): the
+        server then declares ``resources.subscribe`` and keeps the subscriptions, as
+        ``Server(subscribe=True)`` does, and ``server.notify_resource_updated(uri)``
+        tells the subscribers (the capability is the server's, so a client may
+        subscribe to any URI)."""
 
         def register(fn: T) -> T:
             resources = self._resources
@@ -72,6 +80,8 @@ class DeclaredFeatures:
             self._handlers["resources/list"] = resources.list_resources
             self._handlers["resources/templates/list"] = resources.list_templates
             self._handlers["resources/read"] = resources.read
+            if subscribe:
+                self.subscribe = True
             return fn
 
         return register

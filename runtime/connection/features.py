@@ -5,10 +5,11 @@ answers the requests of that feature itself."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .completions import CompleterFn, Completers
+from .principal import current_principal, missing_scopes
 from .prompts import Prompts
 from .resources import Resources
 
@@ -48,6 +49,7 @@ class DeclaredFeatures:
         icons: list[Any] | None = None,
         size: int | None = None,
         subscribe: bool = False,
+        scopes: Iterable[str] = (),
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as the resource ``uri``, or, when
         ``uri`` is an RFC 6570 template (``"db://{table}/{id}"``), as the template whose
@@ -60,7 +62,10 @@ class DeclaredFeatures:
         server then declares ``resources.subscribe`` and keeps the subscriptions, as
         ``Server(subscribe=True)`` does, and ``server.notify_resource_updated(uri)``
         tells the subscribers (the capability is the server's, so a client may
-        subscribe to any URI)."""
+        subscribe to any URI). ``scopes``: the OAuth scopes a principal needs to see
+        and read it (over HTTP with authorization: the lists leave it out for a
+        principal without them, and a read is refused with 403 ``insufficient_scope``;
+        inside a session it is as unknown)."""
 
         def register(fn: T) -> T:
             resources = self._resources
@@ -75,6 +80,7 @@ class DeclaredFeatures:
                 annotations=annotations,
                 icons=icons,
                 size=size,
+                scopes=scopes,
             )
             self._declared.update(dict.fromkeys(_RESOURCES, "resources"))
             self._handlers["resources/list"] = resources.list_resources
@@ -93,10 +99,12 @@ class DeclaredFeatures:
         title: str | None = None,
         description: str | None = None,
         icons: list[Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as a prompt, its parameters the
         arguments (see :mod:`mcpspec.runtime.connection.prompts`); the server then
-        answers ``prompts/list`` and ``prompts/get`` itself."""
+        answers ``prompts/list`` and ``prompts/get`` itself. ``scopes``: the OAuth
+        scopes a principal needs to see and get it (as for a resource)."""
 
         def register(fn: T) -> T:
             self._may_declare("prompts", _PROMPTS)
@@ -107,6 +115,7 @@ class DeclaredFeatures:
                 description=description,
                 icons=icons,
                 revisions=self.revisions,
+                scopes=scopes,
             )
             self._declared.update(dict.fromkeys(_PROMPTS, "prompts"))
             self._handlers["prompts/list"] = self._prompts.list_prompts
@@ -141,7 +150,10 @@ class DeclaredFeatures:
 
     def _knows(self, kind: str, name: str) -> bool:
         """Whether the completion reference ``kind``/``name`` is a declared prompt,
-        resource template or resource (which has nothing to complete)."""
+        resource template or resource (which has nothing to complete) that the current
+        principal may see."""
         if kind == "ref/prompt":
-            return name in self._prompts.prompts
-        return name in self._resources.templates or name in self._resources.static
+            return self._prompts.visible(name) is not None
+        resources = self._resources
+        item = resources.templates.get(name) or resources.static.get(name)
+        return item is not None and not missing_scopes(current_principal.get(), item.scopes)

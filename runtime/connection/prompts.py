@@ -31,6 +31,7 @@ from .content import Content, ContentUnsupported, refuse_unsupported
 from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
+from .principal import current_principal, missing_scopes
 from .resources import doc_of
 from .signatures import Signature, for_revision, signature_of
 
@@ -40,13 +41,21 @@ PromptFn = Callable[..., Awaitable[Any]]
 
 
 class Prompt:
-    """One prompt: its definition (wire form) and its function."""
+    """One prompt: its definition (wire form), its function and the OAuth ``scopes`` a
+    principal needs to see and get it."""
 
-    def __init__(self, fn: PromptFn, definition: dict[str, Any], signature: Signature) -> None:
+    def __init__(
+        self,
+        fn: PromptFn,
+        definition: dict[str, Any],
+        signature: Signature,
+        scopes: frozenset[str] = frozenset(),
+    ) -> None:
         self.fn = fn
         self.name: str = definition["name"]
         self.definition = definition
         self.signature = signature
+        self.scopes = scopes
 
 
 class Prompts:
@@ -65,6 +74,7 @@ class Prompts:
         description: str | None = None,
         icons: list[Any] | None = None,
         revisions: Iterable[str] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Prompt:
         """Declare ``fn`` as a prompt (see ``Server.prompt``) of a server speaking
         ``revisions`` (``None``: all)."""
@@ -90,8 +100,20 @@ class Prompts:
             arguments.append(entry)
         if arguments:
             wire["arguments"] = arguments
-        prompt = Prompt(fn, wire, signature)
+        prompt = Prompt(fn, wire, signature, frozenset(scopes))
         self.prompts[prompt_name] = prompt
+        return prompt
+
+    @property
+    def scoped(self) -> bool:
+        """Whether any prompt needs scopes of its own."""
+        return any(prompt.scopes for prompt in self.prompts.values())
+
+    def visible(self, name: str) -> Prompt | None:
+        """The prompt ``name``, when the current principal may see it."""
+        prompt = self.prompts.get(name)
+        if prompt is None or missing_scopes(current_principal.get(), prompt.scopes):
+            return None
         return prompt
 
     # -- the requests -------------------------------------------------------------------------
@@ -99,7 +121,9 @@ class Prompts:
     async def list_prompts(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params
         cursor = None if params is None or params is msgspec.UNSET else params.cursor
-        page, following = self.pager.page("prompts/list", list(self.prompts.values()), cursor)
+        principal = current_principal.get()
+        visible = [p for p in self.prompts.values() if not missing_scopes(principal, p.scopes)]
+        page, following = self.pager.page("prompts/list", visible, cursor)
         result: dict[str, Any] = {
             "prompts": [for_revision(p.definition, ctx.revision) for p in page]
         }
@@ -109,7 +133,9 @@ class Prompts:
 
     async def get(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params
-        prompt = self.prompts.get(params.name)
+        # A prompt the principal may not get is one it cannot know of (over HTTP the
+        # app refused it with 403 already).
+        prompt = self.visible(params.name)
         if prompt is None:
             raise RequestError.invalid_params(f"unknown prompt {show(params.name)}")
         given = params.arguments

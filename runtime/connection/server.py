@@ -261,18 +261,31 @@ class Server(DeclaredFeatures):
         return self._tools
 
     def scopes_of(self, method: str, name: Any) -> frozenset[str]:
-        """The scopes a request of ``method`` about ``name`` (a tool's) needs: what the
-        HTTP app checks before the request reaches a session."""
-        if method == "tools/call" and isinstance(name, str):
+        """The scopes a request of ``method`` about ``name`` (a tool's or prompt's
+        name, a resource's URI) needs: what the HTTP app checks before the request
+        reaches a session."""
+        if not isinstance(name, str):
+            return frozenset()
+        if method == "tools/call":
             tool = self._tools.get(name)
             if tool is not None:
                 return tool.scopes
+        elif method == "prompts/get":
+            prompt = self._prompts.prompts.get(name)
+            if prompt is not None:
+                return prompt.scopes
+        elif method == "resources/read":
+            return self._resources.scopes_of(name)
         return frozenset()
 
     @property
     def scoped(self) -> bool:
         """Whether any item needs scopes of its own."""
-        return any(tool.scopes for tool in self._tools.values())
+        return (
+            any(tool.scopes for tool in self._tools.values())
+            or self._prompts.scoped
+            or self._resources.scoped
+        )
 
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params

@@ -21,12 +21,10 @@ import pytest
 
 from .conftest import ROOT
 from .http_kit import free_port, wait_listening
+from .surface_kit import PROGRAMS, PROGRAMS_OUTPUT
 
-PROGRAMS = Path(__file__).parent / "programs"
 #: The SDK's equivalent of each program, in lines.
 SDK_LINES = {"server.py": 17, "client.py": 15, "http_server.py": 17, "http_client.py": 15}
-#: What the clients print: the tool's sum, both resources, the prompt's text.
-EXPECTED = "42\ndebug=false\nHello, Ada!\nPlease review this code:\n\nx = 1\n"
 #: A hang guard, never a timed assertion.
 GUARD = 60
 #: The subprocesses are the subject; one event loop to wait on them is enough.
@@ -64,7 +62,7 @@ def test_the_stdio_client_runs_the_stdio_server() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == EXPECTED
+    assert done.stdout == PROGRAMS_OUTPUT
 
 
 @pytest.mark.anyio
@@ -90,5 +88,5 @@ async def test_the_url_client_reaches_the_http_server(tmp_path: Path) -> None:
         server.terminate()
         _, err = server.communicate(timeout=GUARD)
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode() == EXPECTED
+    assert done.stdout.decode() == PROGRAMS_OUTPUT
     assert f"MCP server at http://127.0.0.1:{port}/mcp" in err.decode()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .test_programs import EXPECTED
+from .surface_kit import PROGRAMS_OUTPUT
 
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 #: ``# name.py`` on a block's first line makes it a file.
@@ -57,4 +57,4 @@ def test_readme_server_and_client_run_over_stdio(
         (tmp_path / name).write_text(text)
     monkeypatch.chdir(tmp_path)
     exec(compile(files["client.py"], "README.md client.py", "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out == EXPECTED
+    assert capsys.readouterr().out == PROGRAMS_OUTPUT

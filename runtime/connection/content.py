@@ -294,13 +294,23 @@ def refuse_unsupported(
                 f"{what} returns a resource link, which is no resource contents "
                 "(a resource returns text, bytes, an image, audio or an embedded resource)"
             )
-        since = _SINCE.get(kind.type)
+        name = _type_of(kind)
+        since = None if name is None else _SINCE.get(name)
         if resource or since is None or newest is None or newest >= since:
             continue
         raise TypeError(
-            f"{what} returns {kind.type} content, which needs revision {since} or later; "
+            f"{what} returns {name} content, which needs revision {since} or later; "
             f"the server speaks {newest} at the newest"
         )
+
+
+def _type_of(kind: type[Content]) -> str | None:
+    """The wire ``type`` of the blocks of class ``kind`` (``None``: not one class's)."""
+    for klass in kind.__mro__:
+        value = vars(klass).get("type")
+        if isinstance(value, str):  # not the slot of the base class
+            return value
+    return None
 
 
 def _content_types(annotation: Any) -> Iterator[type[Content]]:

@@ -31,6 +31,7 @@ from mcpspec.runtime import (
 )
 from mcpspec.runtime.connection.http import HttpSettings
 from mcpspec.runtime.connection.http.asgi import (
+    BodyStalled,
     BodyTooLarge,
     ClientGone,
     header_map,
@@ -135,9 +136,12 @@ def build() -> App:
                 passed.clear()
             passed.add(checked)
         try:
-            body = await read_body(receive, headers, MAX_BODY)
+            body = await read_body(receive, headers, MAX_BODY, settings.stall_seconds)
         except BodyTooLarge:
             await respond(send, 413)
+            return
+        except BodyStalled:
+            await respond(send, 408)
             return
         except ClientGone:
             return

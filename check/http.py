@@ -76,6 +76,7 @@ from .http_wire import (
 )
 from .link import Received, Transport
 from .record import Recorder, Recording
+from .secrets import Secrets
 
 __all__ = ["HttpLink", "HttpTarget"]
 
@@ -151,6 +152,9 @@ class HttpTarget:
     def __init__(
         self, url: str, headers: Mapping[str, str] | None = None, *, timeout: float = 10.0
     ) -> None:
+        #: The credentials in ``headers`` and ``url``: never shown or recorded.
+        self.secrets = Secrets.of_http(url, headers or {})
+        shown = self.secrets.text(url)
         try:
             parts = urlsplit(url)
             # Read now: a bad port (``:99999``, ``:abc``) raises only when read, and
@@ -158,13 +162,14 @@ class HttpTarget:
             parts.port  # noqa: B018
             httpx.URL(url)
         except (ValueError, httpx.InvalidURL) as exc:
-            raise ValueError(f"not a usable URL: {url!r} ({exc})") from exc
+            reason = self.secrets.text(str(exc))
+            raise ValueError(f"not a usable URL: {shown!r} ({reason})") from None
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {shown!r}")
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         self.url = url
-        self.description = url
+        self.description = shown
         self.timeout = timeout
         self.headers = {
             name: value

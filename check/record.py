@@ -27,6 +27,8 @@ from typing import IO, Any, Final, Literal
 
 import msgspec
 
+from .secrets import Secrets
+
 __all__ = ["Recorder", "Recording"]
 
 Side = Literal["client", "server"]
@@ -36,8 +38,11 @@ _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
 class Recording:
     """One connection's file: :meth:`write` appends a message; :meth:`close` ends it."""
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+    def __init__(self, path: Path, header: dict[str, Any], secrets: Secrets | None = None) -> None:
         self.path = path
+        #: The credentials masked in every line (the checker's were given to the server,
+        #: which may echo them).
+        self._secrets = secrets if secrets is not None else Secrets()
         self._file: IO[bytes] | None = path.open("wb")
         self._started = time.perf_counter()
         self._lines = {"client": 0}
@@ -45,7 +50,7 @@ class Recording:
 
     def _line(self, data: bytes) -> None:
         if self._file is not None:
-            self._file.write(data + b"\n")
+            self._file.write(self._secrets.data(data) + b"\n")
             self._file.flush()
 
     def client_line(self) -> str:
@@ -73,12 +78,16 @@ class Recording:
 
 
 class Recorder:
-    """Makes one :class:`Recording` per connection in ``directory`` (created if needed)."""
+    """Makes one :class:`Recording` per connection in ``directory`` (created if needed),
+    masking ``secrets`` (the credentials given for the run) in every file."""
 
-    def __init__(self, directory: str | os.PathLike[str], target: str) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], target: str, secrets: Secrets | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.target = target
+        self.secrets = secrets if secrets is not None else Secrets()
         self._count = 0
         #: The files written, in order.
         self.paths: list[Path] = []
@@ -98,4 +107,4 @@ class Recorder:
         }
         path = self.directory / name
         self.paths.append(path)
-        return Recording(path, header)
+        return Recording(path, header, self.secrets)

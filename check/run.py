@@ -37,6 +37,7 @@ from .errors import Unreachable
 from .findings import Finding, Outcome, Report, RevisionReport
 from .link import Target
 from .record import Recorder
+from .secrets import Secrets
 
 __all__ = ["Listener", "Options", "check_server"]
 
@@ -90,10 +91,22 @@ async def check_server(
     :class:`~.errors.CheckError` when it cannot be started."""
     options = options or Options()
     target = _target(target, command, url, headers, env, cwd, options.timeout)
+    # Credentials given for the run (an HTTP target's) are masked in all it shows.
+    secrets: Secrets = getattr(target, "secrets", None) or Secrets()
     if options.record is not None:
         if not hasattr(target, "recorder"):
             raise ValueError(f"{type(target).__name__} cannot record its traffic")
-        target.recorder = Recorder(options.record, target.description)
+        target.recorder = Recorder(options.record, target.description, secrets)
+    try:
+        report = await _run(target, options)
+    except Unreachable as exc:
+        raise Unreachable(secrets.text(str(exc))) from None
+    secrets.report(report)
+    return report
+
+
+async def _run(target: Target, options: Options) -> Report:
+    """The run of :func:`check_server` on ``target``."""
     unknown = [r for r in options.revisions if r not in mcpspec.REVISIONS]
     if unknown:
         raise ValueError(f"unknown revisions {unknown}; known: {list(mcpspec.REVISIONS)}")

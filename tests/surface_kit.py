@@ -1,11 +1,13 @@
 """Helpers of the tests of declared resources, prompts and completers: a typed client
-connected in memory to a server, in one revision."""
+connected in memory to a server, in one revision; where the four first programs are and
+what their clients print."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,3 +29,9 @@ async def client_of(server: Server, revision: str, **options: Any) -> AsyncItera
             task_group.start_soon(functools.partial(server.serve, server_end, linger=0))
             async with Client.over(client_end, mode=revision, **options) as client:
                 yield client
+
+
+#: The four first programs (``tests/programs/``, shown in the README).
+PROGRAMS = Path(__file__).parent / "programs"
+#: What each of their clients prints: the tool's sum, both resources, the prompt's text.
+PROGRAMS_OUTPUT = "42\ndebug=false\nHello, Ada!\nPlease review this code:\n\nx = 1\n"

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpspec.runtime import Limits, NotificationReceived
-from mcpspec.runtime.connection import Peer, RequestContext, RequestError, Server
+from mcpspec.runtime import CapabilityError, Limits, NotificationReceived
+from mcpspec.runtime.connection import Client, Peer, RequestContext, RequestError, Server
 
 from .connection_kit import connected, list_tools
 
@@ -175,3 +175,69 @@ async def test_changes_on_a_listen_stream_in_2026_07_28() -> None:
         await server.notify_tools_changed()
         await inbox.synced(client)
         assert len(inbox.received) == 3
+
+
+def declared_server() -> Server:
+    """Declared resources, one of them subscribable; no ``Server(subscribe=True)``."""
+    server = Server("declared", "1.0")
+
+    @server.resource("config://app")
+    async def config() -> str:
+        return "debug=false"
+
+    @server.resource("rows://{id}", subscribe=True)
+    async def row(id: int) -> str:
+        return f"row {id}"
+
+    return server
+
+
+async def test_a_resource_declared_subscribable_declares_the_capability() -> None:
+    assert Server().capabilities.get("resources") is None
+    server = declared_server()
+    assert server.capabilities["resources"] == {"subscribe": True}
+    updates: list[Any] = []
+    arrived = anyio.Event()
+
+    def on_notification(notification: Any) -> None:
+        updates.append(notification)
+        arrived.set()
+
+    async with Client.in_memory(
+        server, mode="2025-11-25", on_notification=on_notification
+    ) as client:
+        assert client.capabilities.resources.subscribe is True
+        await client.subscribe("rows://7")
+        await server.notify_resource_updated("rows://8")  # not subscribed
+        await server.notify_resource_updated("rows://7")
+        with anyio.fail_after(5):
+            await arrived.wait()
+        assert [(n.method, n.params.uri) for n in updates] == [
+            ("notifications/resources/updated", "rows://7")
+        ]
+        assert (await client.read_resource("rows://7")).contents[0].text == "row 7"
+
+
+async def test_a_declared_resource_is_listened_to_in_2026_07_28() -> None:
+    server = declared_server()
+    async with Client.in_memory(server, mode="2026-07-28") as client:
+        async with client.listen(resource_uris=["rows://7"]) as feed:
+            await server.notify_resource_updated("rows://8")
+            await server.notify_resource_updated("rows://7")
+            with anyio.fail_after(5):
+                note = await feed.__anext__()
+        assert (note.method, note.params.uri) == ("notifications/resources/updated", "rows://7")
+
+
+async def test_without_a_subscribable_resource_subscribing_is_refused() -> None:
+    server = Server("plain", "1.0")
+
+    @server.resource("config://app")
+    async def config() -> str:
+        return "debug=false"
+
+    assert server.capabilities["resources"] == {}
+    async with Client.in_memory(server, mode="2025-11-25") as client:
+        # The client's session knows the server did not declare it, and sends nothing.
+        with pytest.raises(CapabilityError, match=r"resources\.subscribe capability"):
+            await client.subscribe("config://app")

@@ -17,6 +17,8 @@ from mcpspec.runtime.connection import (
     Content,
     ContentUnsupported,
     Image,
+    RequestError,
+    ResourceLink,
     Server,
     audio,
     embedded_resource,
@@ -143,3 +145,132 @@ async def test_tools_return_content(revision: str) -> None:
             assert link.is_error and "needs revision 2025-06-18" in link.text
         else:
             assert not link.is_error and link.content[0].uri == "db://t/1"
+
+
+def declared_content_server(revisions: list[str] | None = None) -> Server:
+    """Resources and prompts answering with the content helpers."""
+    server = Server("content", "1.0", revisions=revisions)
+
+    @server.resource("pictures://chart", mime_type="text/plain")
+    async def chart() -> Image:
+        return image(PNG, "image/png")
+
+    @server.resource("sounds://beep")
+    async def beep() -> Audio:
+        return audio(b"RIFF", "audio/wav")
+
+    @server.resource("notes://{number}")
+    async def note(number: int) -> Any:
+        return [embedded_resource(f"notes://{number}/text", f"note {number}"), "plain"]
+
+    @server.prompt()
+    async def describe() -> Any:
+        return ["Describe this:", image(PNG, "image/png"), embedded_resource("notes://1", "x")]
+
+    @server.prompt()
+    async def listen() -> Any:
+        return {"role": "assistant", "content": audio(b"RIFF", "audio/wav")}
+
+    @server.prompt()
+    async def linked() -> Any:
+        return resource_link("notes://1", "note")
+
+    return server
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ALL)
+async def test_resources_return_content_helpers(revision: str) -> None:
+    async with Client.in_memory(declared_content_server(), mode=revision) as client:
+        [chart] = (await client.read_resource("pictures://chart")).contents
+        # The image's own MIME type wins over the resource's declared one.
+        assert (chart.uri, chart.mime_type) == ("pictures://chart", "image/png")
+        assert chart.blob == base64.b64encode(PNG).decode()
+        # Audio is a blob in a resource's contents: every revision has those.
+        [beep] = (await client.read_resource("sounds://beep")).contents
+        assert (beep.mime_type, beep.blob) == ("audio/wav", base64.b64encode(b"RIFF").decode())
+        embedded, plain = (await client.read_resource("notes://7")).contents
+        assert (embedded.uri, embedded.text) == ("notes://7/text", "note 7")
+        assert (plain.uri, plain.text) == ("notes://7", "plain")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ALL)
+async def test_prompts_return_content_helpers(revision: str) -> None:
+    async with Client.in_memory(declared_content_server(), mode=revision) as client:
+        described = await client.get_prompt("describe")
+        assert [m.content.type for m in described.messages] == ["text", "image", "resource"]
+        assert described.messages[1].content.data == base64.b64encode(PNG).decode()
+        assert described.messages[2].content.resource.text == "x"
+        for name, needs in (("listen", "2025-03-26"), ("linked", "2025-06-18")):
+            if revision < needs:
+                with pytest.raises(RequestError) as refused:
+                    await client.get_prompt(name)
+                error = refused.value
+                assert error.code == -32603 and f"needs revision {needs}" in error.message
+                assert error.data == {
+                    "type": "audio" if name == "listen" else "resource_link",
+                    "revision": revision,
+                    "needs": needs,
+                }
+            else:
+                [message] = (await client.get_prompt(name)).messages
+                assert message.content.type == ("audio" if name == "listen" else "resource_link")
+        # The connection goes on.
+        assert (await client.get_prompt("describe")).messages
+
+
+def test_what_can_never_be_sent_is_refused_when_declared() -> None:
+    old = Server("old", "1.0", revisions=["2024-11-05"])
+    with pytest.raises(
+        TypeError,
+        match=r"tool 'sound' returns audio content, which needs "
+        r"revision 2025-03-26 or later; the server speaks 2024-11-05",
+    ):
+
+        @old.tool()
+        async def sound() -> Audio:
+            return audio(b"RIFF", "audio/wav")
+
+    with pytest.raises(
+        TypeError,
+        match="prompt 'link' returns resource_link content, which needs revision 2025-06-18",
+    ):
+
+        @old.prompt()
+        async def link() -> list[str | ResourceLink]:
+            return [resource_link("notes://1", "note")]
+
+    with pytest.raises(
+        TypeError,
+        match="resource 'links://1' returns a resource link, which is no resource contents",
+    ):
+
+        @Server().resource("links://1")
+        async def link_resource() -> ResourceLink | None:
+            return None
+
+    # Where a revision the server speaks has the type, it is declared.
+    newer = Server("newer", "1.0", revisions=["2024-11-05", "2025-03-26"])
+
+    @newer.prompt()
+    async def listen() -> Audio:
+        return audio(b"RIFF", "audio/wav")
+
+    @newer.resource("sounds://beep")
+    async def beep() -> Audio:
+        return audio(b"RIFF", "audio/wav")
+
+
+@pytest.mark.anyio
+async def test_a_resource_returning_a_link_is_a_clear_error() -> None:
+    server = Server()
+
+    @server.resource("links://1")
+    async def link() -> Any:  # not annotated: found out when read
+        return resource_link("notes://1", "note")
+
+    async with Client.in_memory(server) as client:
+        with pytest.raises(RequestError) as refused:
+            await client.read_resource("links://1")
+    assert refused.value.code == -32603

@@ -287,10 +287,13 @@ class Listener:
     ``acknowledged`` and ``changed`` are set when its stream brings the acknowledgement
     and a change; ``leave`` makes its client go away; ``reply`` is its response."""
 
-    def __init__(self, app: HttpApp) -> None:
+    def __init__(self, app: HttpApp, token: str | None = None) -> None:
         self.app = app
         self.acknowledged, self.changed, self.leave = anyio.Event(), anyio.Event(), anyio.Event()
         self.reply: Any = None
+        self.headers = modern("subscriptions/listen")
+        if token is not None:
+            self.headers["authorization"] = f"Bearer {token}"
 
     async def _on_chunk(self, chunk: bytes) -> None:
         if b"acknowledged" in chunk:
@@ -303,7 +306,7 @@ class Listener:
             self.app,
             "POST",
             "/mcp",
-            modern("subscriptions/listen"),
+            self.headers,
             [listen_body("L")],
             gone=self.leave,
             on_chunk=self._on_chunk,
@@ -356,6 +359,49 @@ async def test_past_max_sessions_listeners_the_oldest_stream_ends() -> None:
         with anyio.fail_after(GUARD):
             await listeners[1].changed.wait()
             await listeners[2].changed.wait()
+        for listener in listeners[1:]:
+            listener.leave.set()
+    assert not listeners[0].changed.is_set()
+
+
+async def test_listen_streams_count_per_principal_and_evict_only_ones_own() -> None:
+    from mcpspec.runtime.connection.http import AuthSettings, Principal
+
+    principals = {name: Principal(name, "app", issuer="https://as.example") for name in "abc"}
+    auth = AuthSettings(
+        "http://127.0.0.1:8000/mcp",
+        ("https://as.example",),
+        principals.get,
+        max_total_sessions=4,
+    )
+    server, _ = build_server()
+    app = http_app(server, HttpSettings(max_sessions=2, auth=auth))
+    listeners = [Listener(app, token) for token in ("a", "a", "b", "b", "a")]
+    ended = [anyio.Event() for _ in listeners]
+
+    async def run(index: int) -> None:
+        await listeners[index].run()
+        ended[index].set()
+
+    async with anyio.create_task_group() as task_group:
+        for index, listener in enumerate(listeners):
+            task_group.start_soon(run, index)
+            with anyio.fail_after(GUARD):
+                await listener.acknowledged.wait()
+        # a's third stream ended a's oldest, never one of b's.
+        with anyio.fail_after(GUARD):
+            await ended[0].wait()
+        assert not any(e.is_set() for e in ended[1:])
+        # Full of a's and b's streams: c is refused, and nobody's stream ends for it.
+        newcomer = Listener(app, "c")
+        with anyio.fail_after(GUARD):
+            await newcomer.run()
+        assert newcomer.reply.status == 503
+        assert not any(e.is_set() for e in ended[1:])
+        await server.notify_tools_changed()
+        with anyio.fail_after(GUARD):
+            for listener in listeners[1:]:
+                await listener.changed.wait()
         for listener in listeners[1:]:
             listener.leave.set()
     assert not listeners[0].changed.is_set()

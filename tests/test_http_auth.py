@@ -247,6 +247,118 @@ async def test_tools_needing_scopes_are_listed_and_callable_only_with_them() -> 
         assert result_of(called)["result"]["content"][0]["text"] == "shut down"
 
 
+def build_scoped_server() -> Server:
+    """Resources, a template and prompts, some needing the ``admin`` scope."""
+    server = Server("scoped", "1.0")
+
+    @server.resource("notes://public")
+    async def public() -> str:
+        return "public"
+
+    @server.resource("notes://secret", scopes=["admin"])
+    async def secret() -> str:
+        return "secret"
+
+    @server.resource("vault://{item}", scopes=["admin"])
+    async def vault(item: str) -> str:
+        return f"vault {item}"
+
+    @server.prompt()
+    async def hello() -> str:
+        return "hello"
+
+    @server.prompt(scopes=["admin"])
+    async def audit(year: str) -> str:
+        return f"audit {year}"
+
+    @server.completion(prompt="audit", argument="year")
+    async def years(value: str) -> list[str]:
+        return ["2025", "2026"]
+
+    return server
+
+
+def read(id: int, uri: str) -> dict[str, Any]:
+    return rpc(id, "resources/read", {"uri": uri})
+
+
+def get_prompt(id: int, name: str, arguments: dict[str, str] | None = None) -> dict[str, Any]:
+    return rpc(id, "prompts/get", {"name": name, "arguments": arguments or {}})
+
+
+async def test_resources_and_prompts_needing_scopes_are_shown_and_served_only_with_them() -> None:
+    async with served(server=build_scoped_server()) as (client, _):
+        bob = await open_session(client, "token-bob")
+
+        async def answer(body: Any, headers: dict[str, str]) -> Any:
+            response = await client.post("/mcp", json=body, headers=headers)
+            assert response.status_code == 200, response.text
+            return result_of(response)["result"]
+
+        listed = await answer(rpc(1, "resources/list"), bob)
+        assert [r["uri"] for r in listed["resources"]] == ["notes://public"]
+        assert (await answer(rpc(2, "resources/templates/list"), bob))["resourceTemplates"] == []
+        assert [p["name"] for p in (await answer(rpc(3, "prompts/list"), bob))["prompts"]] == [
+            "hello"
+        ]
+        assert (await answer(read(4, "notes://public"), bob))["contents"][0]["text"] == "public"
+        for body in (
+            read(5, "notes://secret"),
+            read(6, "vault://gold"),
+            get_prompt(7, "audit", {"year": "2026"}),
+            [read(8, "notes://public"), get_prompt(9, "audit", {"year": "2026"})],
+        ):
+            refused = await client.post("/mcp", json=body, headers=bob)
+            assert refused.status_code == 403, body
+            params = challenge_params(refused.headers["www-authenticate"])
+            assert params["error"] == "insufficient_scope"
+            assert set(params["scope"].split()) == {"admin", "mcp"}
+        # Completing an argument of a prompt it cannot see is as for an unknown prompt.
+        complete = rpc(
+            10,
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "audit"},
+                "argument": {"name": "year", "value": ""},
+            },
+        )
+        response = await client.post("/mcp", json=complete, headers=bob)
+        assert "error" in result_of(response)
+
+        alice = await open_session(client, "token-alice")
+        listed = await answer(rpc(1, "resources/list"), alice)
+        assert [r["uri"] for r in listed["resources"]] == ["notes://public", "notes://secret"]
+        templates = (await answer(rpc(2, "resources/templates/list"), alice))["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == ["vault://{item}"]
+        assert (await answer(read(3, "vault://gold"), alice))["contents"][0]["text"] == "vault gold"
+        got = await answer(get_prompt(4, "audit", {"year": "2026"}), alice)
+        assert got["messages"][0]["content"]["text"] == "audit 2026"
+        completed = await answer(complete, alice)
+        assert completed["completion"]["values"] == ["2025", "2026"]
+
+
+async def test_inside_a_session_an_item_without_its_scopes_is_unknown() -> None:
+    # What the HTTP app refuses before a session sees it, the session refuses too, as
+    # an unknown item (leaking nothing): here the whole in-memory server is served as
+    # bob's.
+    from mcpspec.runtime.connection import Client
+
+    with principal_scope(PRINCIPALS["token-bob"]):
+        async with Client.in_memory(build_scoped_server(), mode="2025-11-25") as client:
+            assert [r.uri for r in await client.list_resources()] == ["notes://public"]
+            assert await client.list_resource_templates() == []
+            assert [p.name for p in await client.list_prompts()] == ["hello"]
+            for uri in ("notes://secret", "vault://gold"):
+                with pytest.raises(RequestError) as refused:
+                    await client.read_resource(uri)
+                assert (refused.value.code, refused.value.message) == (-32002, "Resource not found")
+            with pytest.raises(RequestError) as refused:
+                await client.get_prompt("audit", {"year": "2026"})
+            assert refused.value.code == -32602
+            assert "unknown prompt" in str(refused.value.data)
+            assert (await client.read_resource("notes://public")).contents[0].text == "public"
+
+
 async def test_a_batch_cannot_escalate_scopes() -> None:
     async with served() as (client, _):
         response = await client.post(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from .surface_kit import PROGRAMS_OUTPUT
 
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 #: ``# name.py`` on a block's first line makes it a file.
@@ -51,9 +52,9 @@ def test_readme_server_and_client_run_over_stdio(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = _files()
-    assert set(files) == {"server.py", "client.py"}
+    assert set(files) == {"server.py", "client.py", "http_server.py", "http_client.py"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     monkeypatch.chdir(tmp_path)
     exec(compile(files["client.py"], "README.md client.py", "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out == "2026-07-28 demo\n"
+    assert capsys.readouterr().out == PROGRAMS_OUTPUT

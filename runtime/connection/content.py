@@ -2,8 +2,8 @@
 made from bytes or a file, and put in the wire form of the negotiated revision when
 the answer is made.
 
-A tool may return one of these, or a list mixing them with strings (each a text
-block)::
+A tool or a prompt may return one of these, or a list mixing them with strings (each
+a text block), and a resource its contents (:meth:`Content.as_contents`)::
 
     @server.tool()
     async def chart() -> Image:
@@ -13,7 +13,9 @@ block)::
 type guessed from its name with :mod:`mimetypes` when not given); :func:`embedded_resource`
 the contents of a resource (text or bytes); :func:`resource_link` a link to one.
 A revision that lacks a type refuses it clearly (:class:`ContentUnsupported`): audio
-exists from 2025-03-26 on, resource links from 2025-06-18 on.
+exists from 2025-03-26 on, resource links from 2025-06-18 on. A function annotated to
+return a type that none of its server's revisions has is refused when it is declared
+(:func:`refuse_unsupported`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +40,7 @@ __all__ = [
     "content_block",
     "embedded_resource",
     "image",
+    "refuse_unsupported",
     "resource_link",
 ]
 
@@ -46,7 +51,17 @@ _OCTETS: Final = "application/octet-stream"
 
 
 class ContentUnsupported(ValueError):
-    """A content type the negotiated revision does not have."""
+    """A content type the negotiated revision does not have: ``type`` (the block's),
+    ``revision`` (the connection's) and ``needs`` (the first revision with it)."""
+
+    def __init__(self, content_type: str, revision: str, needs: str) -> None:
+        super().__init__(
+            f"{content_type} content needs revision {needs} or later "
+            f"(this connection speaks {revision})"
+        )
+        self.type = content_type
+        self.revision = revision
+        self.needs = needs
 
 
 class Content:
@@ -65,14 +80,18 @@ class Content:
         the revision lacks its type)."""
         since = _SINCE.get(self.type)
         if since is not None and revision < since:
-            raise ContentUnsupported(
-                f"{self.type} content needs revision {since} or later "
-                f"(this connection speaks {revision})"
-            )
+            raise ContentUnsupported(self.type, revision, since)
         out = self._fields()
         if self.annotations is not None:
             out["annotations"] = self.annotations
         return out
+
+    def as_contents(self) -> dict[str, Any]:
+        """The block as the contents of a resource (wire form, without ``uri`` unless
+        it names one), the same in every revision: an image or audio is a blob with
+        its MIME type, an embedded resource its ``resource``. A resource link has no
+        contents (``TypeError``)."""
+        raise TypeError(f"{self.type} content is no resource contents")
 
     def _fields(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -93,6 +112,10 @@ class _Media(Content):
             "data": base64.b64encode(self.data).decode("ascii"),
             "mimeType": self.mime_type,
         }
+
+    def as_contents(self) -> dict[str, Any]:
+        fields = self._fields()
+        return {"blob": fields["data"], "mimeType": self.mime_type}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.data)} bytes, {self.mime_type!r})"
@@ -140,6 +163,10 @@ class EmbeddedResource(Content):
         else:
             resource["blob"] = base64.b64encode(self.contents).decode("ascii")
         return {"type": "resource", "resource": resource}
+
+    def as_contents(self) -> dict[str, Any]:
+        resource: dict[str, Any] = self._fields()["resource"]
+        return resource
 
 
 class ResourceLink(Content):
@@ -247,3 +274,53 @@ def content_block(value: str | Content, revision: str) -> dict[str, Any]:
     if isinstance(value, str):
         return {"type": "text", "text": value}
     return value.wire(revision)
+
+
+def refuse_unsupported(
+    fn: Callable[..., Any], revisions: Iterable[str] | None, what: str, *, resource: bool = False
+) -> None:
+    """Refuse (``TypeError``) a function whose return annotation names a content type
+    it can never send: one that none of ``revisions`` (``None``: all of them) has, or,
+    for a ``resource``, a resource link (no resource's contents). An annotation that
+    cannot be resolved is taken on trust."""
+    try:
+        returned = typing.get_type_hints(fn).get("return")
+    except Exception:  # a forward reference that does not resolve: nothing is known
+        return
+    newest = max(revisions, default=None) if revisions is not None else None
+    for kind in _content_types(returned):
+        if resource and kind is ResourceLink:
+            raise TypeError(
+                f"{what} returns a resource link, which is no resource contents "
+                "(a resource returns text, bytes, an image, audio or an embedded resource)"
+            )
+        name = _type_of(kind)
+        since = None if name is None else _SINCE.get(name)
+        if resource or since is None or newest is None or newest >= since:
+            continue
+        raise TypeError(
+            f"{what} returns {name} content, which needs revision {since} or later; "
+            f"the server speaks {newest} at the newest"
+        )
+
+
+def _type_of(kind: type[Content]) -> str | None:
+    """The wire ``type`` of the blocks of class ``kind`` (``None``: not one class's)."""
+    for klass in kind.__mro__:
+        value = vars(klass).get("type")
+        if isinstance(value, str):  # not the slot of the base class
+            return value
+    return None
+
+
+def _content_types(annotation: Any) -> Iterator[type[Content]]:
+    """The :class:`Content` classes ``annotation`` names, inside unions and containers
+    too."""
+    if isinstance(annotation, type) and issubclass(annotation, Content):
+        yield annotation
+        return
+    origin = typing.get_origin(annotation)
+    if origin is None and not isinstance(annotation, types.UnionType):
+        return
+    for argument in typing.get_args(annotation):
+        yield from _content_types(argument)

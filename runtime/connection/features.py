@@ -5,10 +5,11 @@ answers the requests of that feature itself."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .completions import CompleterFn, Completers
+from .principal import current_principal, missing_scopes
 from .prompts import Prompts
 from .resources import Resources
 
@@ -31,6 +32,10 @@ class DeclaredFeatures:
     _resources: Resources
     _prompts: Prompts
     _completers: Completers
+    #: The revisions the server speaks (``None``: all).
+    revisions: tuple[str, ...] | None
+    #: Whether the server keeps ``resources/subscribe`` (and declares it).
+    subscribe: bool
 
     def resource(
         self,
@@ -43,6 +48,8 @@ class DeclaredFeatures:
         annotations: Mapping[str, Any] | None = None,
         icons: list[Any] | None = None,
         size: int | None = None,
+        subscribe: bool = False,
+        scopes: Iterable[str] = (),
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as the resource ``uri``, or, when
         ``uri`` is an RFC 6570 template (``"db://{table}/{id}"``), as the template whose
@@ -50,7 +57,15 @@ class DeclaredFeatures:
         ``name`` defaults to the function's name, ``description`` to its docstring.
         The server then answers ``resources/list``, ``resources/templates/list`` and
         ``resources/read`` itself. ``title`` and ``icons`` are left out of the answers
-        of revisions without them (before 2025-06-18 and 2025-11-25)."""
+        of revisions without them (before 2025-06-18 and 2025-11-25). ``subscribe``:
+        clients may subscribe to it (to the resources a template gives, for one): the
+        server then declares ``resources.subscribe`` and keeps the subscriptions, as
+        ``Server(subscribe=True)`` does, and ``server.notify_resource_updated(uri)``
+        tells the subscribers (the capability is the server's, so a client may
+        subscribe to any URI). ``scopes``: the OAuth scopes a principal needs to see
+        and read it (over HTTP with authorization: the lists leave it out for a
+        principal without them, and a read is refused with 403 ``insufficient_scope``;
+        inside a session it is as unknown)."""
 
         def register(fn: T) -> T:
             resources = self._resources
@@ -65,11 +80,14 @@ class DeclaredFeatures:
                 annotations=annotations,
                 icons=icons,
                 size=size,
+                scopes=scopes,
             )
             self._declared.update(dict.fromkeys(_RESOURCES, "resources"))
             self._handlers["resources/list"] = resources.list_resources
             self._handlers["resources/templates/list"] = resources.list_templates
             self._handlers["resources/read"] = resources.read
+            if subscribe:
+                self.subscribe = True
             return fn
 
         return register
@@ -81,10 +99,12 @@ class DeclaredFeatures:
         title: str | None = None,
         description: str | None = None,
         icons: list[Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as a prompt, its parameters the
         arguments (see :mod:`mcpspec.runtime.connection.prompts`); the server then
-        answers ``prompts/list`` and ``prompts/get`` itself."""
+        answers ``prompts/list`` and ``prompts/get`` itself. ``scopes``: the OAuth
+        scopes a principal needs to see and get it (as for a resource)."""
 
         def register(fn: T) -> T:
             self._may_declare("prompts", _PROMPTS)
@@ -94,6 +114,8 @@ class DeclaredFeatures:
                 title=title,
                 description=description,
                 icons=icons,
+                revisions=self.revisions,
+                scopes=scopes,
             )
             self._declared.update(dict.fromkeys(_PROMPTS, "prompts"))
             self._handlers["prompts/list"] = self._prompts.list_prompts
@@ -128,7 +150,10 @@ class DeclaredFeatures:
 
     def _knows(self, kind: str, name: str) -> bool:
         """Whether the completion reference ``kind``/``name`` is a declared prompt,
-        resource template or resource (which has nothing to complete)."""
+        resource template or resource (which has nothing to complete) that the current
+        principal may see."""
         if kind == "ref/prompt":
-            return name in self._prompts.prompts
-        return name in self._resources.templates or name in self._resources.static
+            return self._prompts.visible(name) is not None
+        resources = self._resources
+        item = resources.templates.get(name) or resources.static.get(name)
+        return item is not None and not missing_scopes(current_principal.get(), item.scopes)

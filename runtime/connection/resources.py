@@ -13,25 +13,29 @@ the database).
 
 A function returns ``str`` (a text content), ``bytes`` (a blob, base64), a resource
 contents object (``TextResourceContents``, ``BlobResourceContents``, of any revision,
-or a mapping in wire form; an ``EmbeddedResource`` gives its ``resource``), or a list of
-them; a contents without ``uri`` gets the URI read, one without ``mimeType`` the
-resource's.
+or a mapping in wire form; an ``EmbeddedResource`` gives its ``resource``), a content
+helper of :mod:`.content` (``image``, ``audio``: a blob with its MIME type;
+``embedded_resource``: its contents), or a list of them; a contents without ``uri``
+gets the URI read, one without ``mimeType`` the resource's. A function annotated to
+return a resource link (which has no contents) is refused when it is declared.
 """
 
 from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
 
 from mcpspec.runtime.errors import clip
 
+from .content import Content, refuse_unsupported
 from .context import RequestContext
 from .errors import RequestError
 from .pagination import Pager
+from .principal import current_principal, missing_scopes
 from .signatures import Signature, for_revision, signature_of
 from .uri_templates import UriTemplate
 
@@ -49,18 +53,27 @@ class ResourceNotFound(Exception):
 
 
 class Resource:
-    """A static resource: its definition (wire form) and its function."""
+    """A static resource: its definition (wire form), its function and the OAuth
+    ``scopes`` a principal needs to see and read it."""
 
-    def __init__(self, fn: ResourceFn, definition: dict[str, Any], signature: Signature) -> None:
+    def __init__(
+        self,
+        fn: ResourceFn,
+        definition: dict[str, Any],
+        signature: Signature,
+        scopes: frozenset[str] = frozenset(),
+    ) -> None:
         self.fn = fn
         self.uri: str = definition["uri"]
         self.definition = definition
         self.signature = signature
+        self.scopes = scopes
 
 
 class ResourceTemplate:
     """A resource template: its definition (wire form), its parsed template and its
-    function, whose arguments are the template's variables."""
+    function, whose arguments are the template's variables; ``scopes`` as for
+    :class:`Resource`, for every resource it gives."""
 
     def __init__(
         self,
@@ -68,13 +81,15 @@ class ResourceTemplate:
         definition: dict[str, Any],
         template: UriTemplate,
         signature: Signature,
+        scopes: frozenset[str] = frozenset(),
     ) -> None:
         self.fn = fn
         self.definition = definition
         self.template = template
         self.signature = signature
+        self.scopes = scopes
 
-    def arguments(self, uri: str, ctx: RequestContext) -> dict[str, Any] | None:
+    def arguments(self, uri: str, ctx: RequestContext | None) -> dict[str, Any] | None:
         """The function's keyword arguments for ``uri``, or ``None`` when this template
         does not give it (no match, a required variable undefined, or a value that does
         not convert)."""
@@ -107,11 +122,14 @@ class Resources:
         annotations: Mapping[str, Any] | None = None,
         icons: list[Any] | None = None,
         size: int | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         """Declare ``fn`` as the resource (or, when ``uri`` has an expression, the
         template) ``uri``; see ``Server.resource``."""
+        needed = frozenset(scopes)
         what = f"resource {uri!r}"
         signature = signature_of(fn, what)
+        refuse_unsupported(fn, None, what, resource=True)
         wire: dict[str, Any] = {"name": name or getattr(fn, "__name__", uri)}
         optional = {
             "title": title,
@@ -129,7 +147,7 @@ class Resources:
                 )
             if size is not None:
                 wire["size"] = size
-            self.static[uri] = Resource(fn, {"uri": uri, **wire}, signature)
+            self.static[uri] = Resource(fn, {"uri": uri, **wire}, signature, needed)
             return
         if size is not None:
             raise TypeError(f"{what}: a template has no size (each resource it gives has its own)")
@@ -145,13 +163,26 @@ class Resources:
                 "template (give it a default)"
             )
         definition = {"uriTemplate": uri, **wire}
-        self.templates[uri] = ResourceTemplate(fn, definition, template, signature)
+        self.templates[uri] = ResourceTemplate(fn, definition, template, signature, needed)
+
+    @property
+    def scoped(self) -> bool:
+        """Whether any resource or template needs scopes of its own."""
+        return any(r.scopes for r in self.static.values()) or any(
+            t.scopes for t in self.templates.values()
+        )
+
+    def scopes_of(self, uri: str) -> frozenset[str]:
+        """The scopes reading ``uri`` needs: those of the resource or template that
+        reads it (none when nothing does)."""
+        found = self._find(uri, None)
+        return frozenset() if found is None else found[0].scopes
 
     # -- the requests -------------------------------------------------------------------------
 
     async def list_resources(self, request: Any, ctx: RequestContext) -> Any:
         page, following = self.pager.page(
-            "resources/list", list(self.static.values()), _cursor(request)
+            "resources/list", _visible(self.static.values()), _cursor(request)
         )
         return _listing(
             "resources", [for_revision(r.definition, ctx.revision) for r in page], following
@@ -159,7 +190,7 @@ class Resources:
 
     async def list_templates(self, request: Any, ctx: RequestContext) -> Any:
         page, following = self.pager.page(
-            "resources/templates/list", list(self.templates.values()), _cursor(request)
+            "resources/templates/list", _visible(self.templates.values()), _cursor(request)
         )
         return _listing(
             "resourceTemplates", [for_revision(t.definition, ctx.revision) for t in page], following
@@ -168,28 +199,29 @@ class Resources:
     async def read(self, request: Any, ctx: RequestContext) -> Any:
         uri: str = request.params.uri
         found = self._find(uri, ctx)
-        if found is None:
+        if found is None or missing_scopes(current_principal.get(), found[0].scopes):
+            # A resource the principal may not read is one it cannot know of (over
+            # HTTP the app refused it with 403 already).
             raise not_found(uri, ctx.revision)
-        fn, kwargs, mime_type = found
+        item, kwargs = found
         try:
-            value = await fn(**kwargs)
+            value = await item.fn(**kwargs)
         except ResourceNotFound:
             raise not_found(uri, ctx.revision) from None
-        return {"contents": contents_of(value, uri, mime_type)}
+        return {"contents": contents_of(value, uri, item.definition.get("mimeType"))}
 
     def _find(
-        self, uri: str, ctx: RequestContext
-    ) -> tuple[ResourceFn, dict[str, Any], str | None] | None:
-        """The function that reads ``uri``, its arguments and the MIME type of its
-        contents; ``None`` when no resource or template gives ``uri``."""
+        self, uri: str, ctx: RequestContext | None
+    ) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
+        """The resource or template that reads ``uri`` and its function's arguments;
+        ``None`` when no resource or template gives ``uri``."""
         resource = self.static.get(uri)
         if resource is not None:
-            kwargs = resource.signature.call_arguments({}, ctx)
-            return resource.fn, kwargs, resource.definition.get("mimeType")
+            return resource, resource.signature.call_arguments({}, ctx)
         for template in self.templates.values():
-            kwargs_or_none = template.arguments(uri, ctx)
-            if kwargs_or_none is not None:
-                return template.fn, kwargs_or_none, template.definition.get("mimeType")
+            kwargs = template.arguments(uri, ctx)
+            if kwargs is not None:
+                return template, kwargs
         return None
 
 
@@ -212,6 +244,11 @@ def _one_contents(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]
         item: dict[str, Any] = {"uri": uri, "text": value}
     elif isinstance(value, (bytes, bytearray, memoryview)):
         item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode("ascii")}
+    elif isinstance(value, Content):
+        try:
+            item = {"uri": uri, **value.as_contents()}
+        except TypeError as exc:
+            raise TypeError(f"resource {uri!r}: {exc}") from None
     else:
         wire = _wire(value)
         if isinstance(wire, dict) and wire.get("type") == "resource":
@@ -234,6 +271,14 @@ def _wire(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return value
+
+
+def _visible(items: Iterable[Any]) -> list[Any]:
+    """The ``items`` (each with its ``scopes``) the current principal may see."""
+    principal = current_principal.get()
+    if principal is None:
+        return list(items)
+    return [item for item in items if not missing_scopes(principal, item.scopes)]
 
 
 def _cursor(request: Any) -> Any:

@@ -47,6 +47,7 @@ from mcpspec.runtime.session.stateless import LEVELS
 
 from .changes import ChangeFeed, agreed_filter
 from .completions import Completers
+from .content import refuse_unsupported
 from .context import (
     ClientDeclarations,
     InputNeeded,
@@ -226,19 +227,21 @@ class Server(DeclaredFeatures):
         ``tools/list`` and ``tools/call`` itself, which excludes handlers of its own for
         them. ``scopes``: the OAuth scopes a principal needs to see and call it (over
         HTTP with authorization: ``tools/list`` leaves it out for a principal without
-        them, and a call is refused with 403 ``insufficient_scope``)."""
+        them, and a call is refused with 403 ``insufficient_scope``). A function
+        annotated to return content that none of the server's revisions has (``Audio``
+        for a server of 2024-11-05 alone) is refused here, naming the revision needed."""
 
         def register(fn: T) -> T:
-            self.add_tool(
-                Tool.from_function(
-                    fn,
-                    name=name,
-                    description=description,
-                    title=title,
-                    annotations=annotations,
-                    scopes=scopes,
-                )
+            tool = Tool.from_function(
+                fn,
+                name=name,
+                description=description,
+                title=title,
+                annotations=annotations,
+                scopes=scopes,
             )
+            refuse_unsupported(fn, self.revisions, f"tool {tool.name!r}")
+            self.add_tool(tool)
             return fn
 
         return register
@@ -258,18 +261,31 @@ class Server(DeclaredFeatures):
         return self._tools
 
     def scopes_of(self, method: str, name: Any) -> frozenset[str]:
-        """The scopes a request of ``method`` about ``name`` (a tool's) needs: what the
-        HTTP app checks before the request reaches a session."""
-        if method == "tools/call" and isinstance(name, str):
+        """The scopes a request of ``method`` about ``name`` (a tool's or prompt's
+        name, a resource's URI) needs: what the HTTP app checks before the request
+        reaches a session."""
+        if not isinstance(name, str):
+            return frozenset()
+        if method == "tools/call":
             tool = self._tools.get(name)
             if tool is not None:
                 return tool.scopes
+        elif method == "prompts/get":
+            prompt = self._prompts.prompts.get(name)
+            if prompt is not None:
+                return prompt.scopes
+        elif method == "resources/read":
+            return self._resources.scopes_of(name)
         return frozenset()
 
     @property
     def scoped(self) -> bool:
         """Whether any item needs scopes of its own."""
-        return any(tool.scopes for tool in self._tools.values())
+        return (
+            any(tool.scopes for tool in self._tools.values())
+            or self._prompts.scoped
+            or self._resources.scoped
+        )
 
     async def _list_tools(self, request: Any, ctx: RequestContext) -> Any:
         params = request.params

@@ -205,11 +205,16 @@ _TARGET = msgspec.json.Decoder(_Target)
 _TARGETS = msgspec.json.Decoder(list[_Target])
 
 
+#: The methods about one item, and the param that names it.
+_ITEM_PARAM: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
 def targets(body: bytes, peek: Any) -> list[tuple[str, Any]]:
-    """The (method, item name) of each request of a POST body that names an item
-    (``tools/call``): what per-item scopes are checked against. A body that does not
-    decode names none (the session refuses it)."""
-    if not peek.batch and peek.method != "tools/call":
+    """The (method, item name or URI) of each request of a POST body that names an
+    item (``tools/call``, ``prompts/get``, ``resources/read``): what per-item scopes
+    are checked against. A body that does not decode names none (the session refuses
+    it)."""
+    if not peek.batch and peek.method not in _ITEM_PARAM:
         return []
     try:
         found = _TARGETS.decode(body) if peek.batch else [_TARGET.decode(body)]
@@ -217,8 +222,9 @@ def targets(body: bytes, peek: Any) -> list[tuple[str, Any]]:
         return []
     out: list[tuple[str, Any]] = []
     for target in found:
-        if target.method == "tools/call" and isinstance(target.params, dict):
-            out.append((target.method, target.params.get("name")))
+        param = _ITEM_PARAM.get(target.method) if isinstance(target.method, str) else None
+        if param is not None and isinstance(target.params, dict):
+            out.append((target.method, target.params.get(param)))
     return out
 
 

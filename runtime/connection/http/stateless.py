@@ -12,7 +12,8 @@ stream to send on, even when the connection carries another client's POST by the
 (whose request may have the same id). ``subscriptions/listen`` keeps its stream open,
 with keep-alive comments, until the client goes away; the changes announced meanwhile
 are queued for it (the announcer never waits on a listener), and a listener that lets
-more than ``max_queued_messages`` pile up is dropped: its stream ends.
+more than ``max_queued_messages`` pile up is dropped: its stream ends. The open
+listen streams are bounded per principal (:mod:`.listeners`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,21 @@ from mcpspec.runtime.session import mirrored_headers
 from ..changes import DROP_GRACE
 from ..handling import Handling
 from ..peer import Peer
+from ..principal import current_principal
 from .asgi import Receive, Send, client_gone, respond
+from .listeners import ListenerTable
 from .routing import Channel, ChannelTerms, PostStream, RouteKey, request_keys
+from .security import Refusal
 from .sse import KEEPALIVE
-from .wire import JSON, BodyPeek, answerable_id, error_body, expect_answers, stateless_status
+from .wire import (
+    JSON,
+    BodyPeek,
+    answerable_id,
+    error_body,
+    expect_answers,
+    refuse,
+    stateless_status,
+)
 
 if TYPE_CHECKING:
     from .app import HttpApp
@@ -112,9 +124,13 @@ class StatelessEndpoint:
         self.app = app
         #: Connections free for the next POST.
         self._idle: list[_StatelessConnection] = []
-        #: The open ``subscriptions/listen`` requests (their scopes), oldest first.
-        self._listeners: dict[anyio.CancelScope, None] = {}
         settings = app.settings
+        #: The open ``subscriptions/listen`` requests (their scopes), oldest first:
+        #: past ``max_sessions`` of one principal, its oldest ends.
+        self._listeners = ListenerTable(
+            settings.max_sessions,
+            settings.auth.max_total_sessions if settings.auth is not None else None,
+        )
         #: How a POST is answered, by whether it is a listen request and whether its
         #: body was refused by the mirrored headers check.
         self._terms = {
@@ -158,6 +174,12 @@ class StatelessEndpoint:
                 await respond(send, 400, msgspec.json.encode(response), content_type=JSON)
                 return
         listen = peek.method == "subscriptions/listen"
+        principal = current_principal.get()
+        owner = None if principal is None else principal.key
+        if listen and not self._listeners.has_room(owner):
+            # Full of other principals' streams: none of them is ended.
+            await refuse(send, Refusal(503, "Service Unavailable: too many listen streams"))
+            return
         # The answer to a listen request is an SSE stream whatever json_response says:
         # its first message is the acknowledgement, long before the response.
         channel = Channel(send, self._terms[listen, refused])
@@ -206,7 +228,9 @@ class StatelessEndpoint:
                         feed.on_overflow = task_group.cancel_scope.cancel
                         task_group.start_soon(feed.pump)
                         listening = task_group.cancel_scope
-                        self._listening(listening)
+                        # Past max_sessions of this principal's, its oldest ends
+                        # (as a client gone without closing may leave many open).
+                        self._listeners.add(listening, owner)
                         events = await peer.feed(body, inline=True)
                         task_group.cancel_scope.cancel()
                 if feed.dropped:
@@ -216,7 +240,7 @@ class StatelessEndpoint:
             pooled.stream.close_route(channel, routes)
             if listen:
                 if listening is not None:
-                    self._listeners.pop(listening, None)
+                    self._listeners.remove(listening)
             elif pooled.clean() and len(self._idle) < _POOL_SIZE:
                 self._idle.append(pooled)
             if not channel.done:
@@ -224,17 +248,6 @@ class StatelessEndpoint:
                 # moment to end, and is left as it is after that.
                 with anyio.move_on_after(DROP_GRACE if listen else None, shield=True):
                     await channel.open().close()
-
-    def _listening(self, scope: anyio.CancelScope) -> None:
-        """A ``subscriptions/listen`` request (in ``scope``) opened its stream: past
-        ``max_sessions`` of them, the oldest ends (its stream ends, as a session's
-        would), as a client gone without closing its stream may leave many open."""
-        listeners = self._listeners
-        while len(listeners) >= self.app.settings.max_sessions:
-            oldest = next(iter(listeners))
-            del listeners[oldest]
-            oldest.cancel()
-        listeners[scope] = None
 
     def _params_of(self, name: str) -> Sequence[mirrored_headers.ParamHeader]:
         """The ``x-mcp-header`` annotations of the server's tool ``name``."""

@@ -249,7 +249,7 @@ async def test_tools_needing_scopes_are_listed_and_callable_only_with_them() -> 
 
 def build_scoped_server() -> Server:
     """Resources, a template and prompts, some needing the ``admin`` scope."""
-    server = Server("scoped", "1.0")
+    server = Server("scoped", "1.0", subscribe=True)
 
     @server.resource("notes://public")
     async def public() -> str:
@@ -307,6 +307,7 @@ async def test_resources_and_prompts_needing_scopes_are_shown_and_served_only_wi
             read(6, "vault://gold"),
             get_prompt(7, "audit", {"year": "2026"}),
             [read(8, "notes://public"), get_prompt(9, "audit", {"year": "2026"})],
+            rpc(11, "resources/subscribe", {"uri": "notes://secret"}),
         ):
             refused = await client.post("/mcp", json=body, headers=bob)
             assert refused.status_code == 403, body
@@ -335,6 +336,7 @@ async def test_resources_and_prompts_needing_scopes_are_shown_and_served_only_wi
         assert got["messages"][0]["content"]["text"] == "audit 2026"
         completed = await answer(complete, alice)
         assert completed["completion"]["values"] == ["2025", "2026"]
+        assert await answer(rpc(5, "resources/subscribe", {"uri": "notes://secret"}), alice) == {}
 
 
 async def test_inside_a_session_an_item_without_its_scopes_is_unknown() -> None:

@@ -274,7 +274,8 @@ class Server(DeclaredFeatures):
             prompt = self._prompts.prompts.get(name)
             if prompt is not None:
                 return prompt.scopes
-        elif method == "resources/read":
+        elif method in ("resources/read", "resources/subscribe"):
+            # Updates of a resource tell what it holds: subscribing needs its scopes.
             return self._resources.scopes_of(name)
         return frozenset()
 

@@ -206,12 +206,18 @@ _TARGETS = msgspec.json.Decoder(list[_Target])
 
 
 #: The methods about one item, and the param that names it.
-_ITEM_PARAM: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ITEM_PARAM: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "resources/subscribe": "uri",
+}
 
 
 def targets(body: bytes, peek: Any) -> list[tuple[str, Any]]:
     """The (method, item name or URI) of each request of a POST body that names an
-    item (``tools/call``, ``prompts/get``, ``resources/read``): what per-item scopes
+    item (``tools/call``, ``prompts/get``, ``resources/read``, ``resources/subscribe``):
+    what per-item scopes
     are checked against. A body that does not decode names none (the session refuses
     it)."""
     if not peek.batch and peek.method not in _ITEM_PARAM:

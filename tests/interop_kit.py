@@ -31,8 +31,10 @@ EVERYTHING = os.environ.get("MCPSPEC_SERVER_EVERYTHING")
 GUARD = 60
 #: Seconds a server has to exit after SIGTERM before it is killed.
 STOP_GRACE = 3
+#: Whether the official Python SDK is installed (`nox -s interop` installs it).
+SDK_INSTALLED = importlib.util.find_spec("mcp") is not None
 needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None,
+    not SDK_INSTALLED,
     reason="the official Python SDK (mcp==2.3.0) is missing: run `nox -s interop`",
 )
 needs_http_sdk = pytest.mark.skipif(

@@ -17,28 +17,17 @@ import anyio
 import pytest
 
 from tests.http_kit import http_server
+from tests.interop_kit import SDK_INSTALLED, needs_sdk
 
-# Imported here, not skipped at collection: `nox -s tests` deselects these tests (marker
+# Imported only where it is installed: `nox -s tests` deselects these tests (marker
 # interop) without reporting a skip, and `nox -s interop` installs the SDK.
-try:
+if SDK_INSTALLED:
     import mcp.types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp.shared.exceptions import MCPError
-except ImportError:
-    SDK_INSTALLED = False
-else:
-    SDK_INSTALLED = True
 
-pytestmark = [
-    pytest.mark.interop,
-    pytest.mark.anyio,
-    pytest.mark.skipif(
-        not SDK_INSTALLED,
-        reason="the official Python SDK (mcp==2.3.0) is not installed; `nox -s interop` "
-        "installs it",
-    ),
-]
+pytestmark = [pytest.mark.interop, pytest.mark.anyio, needs_sdk]
 
 SERVER = Path(__file__).parent / "peers" / "declared_server.py"
 #: Generous bound on a whole scenario: only a hang reaches it (never a measure of speed).

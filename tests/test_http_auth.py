@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection import Server
 from mcpspec.runtime.connection.context import InputState
 from mcpspec.runtime.connection.errors import RequestError
 from mcpspec.runtime.connection.http import (
@@ -24,6 +24,7 @@ from mcpspec.runtime.connection.http import (
     http_app,
 )
 from mcpspec.runtime.connection.principal import principal_scope, sealing_key
+from tests.auth_kit import protected_server
 from tests.http_kit import (
     ACCEPT_BOTH,
     GUARD,
@@ -59,19 +60,7 @@ def verify(token: str) -> Principal | None:
 
 
 def build_server() -> Server:
-    server = Server("auth-test", "1.0")
-
-    @server.tool()
-    async def whoami(ctx: RequestContext) -> str:
-        principal = ctx.principal
-        assert principal is not None
-        return f"{principal.subject} {' '.join(sorted(principal.scopes))}"
-
-    @server.tool(scopes=["admin"])
-    async def shutdown() -> str:
-        return "shut down"
-
-    return server
+    return protected_server("auth-test")
 
 
 def settings(**options: Any) -> HttpSettings:

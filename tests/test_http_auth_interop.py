@@ -12,7 +12,6 @@ SDK's resource server too.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -25,12 +24,13 @@ import anyio
 import httpx
 import pytest
 
-from mcpspec.runtime.connection import Client, RequestContext, Server
+from mcpspec.runtime.connection import Client, Server
 from mcpspec.runtime.connection.http import AuthSettings, HttpSettings, http_app
 from mcpspec.runtime.connection.http.oauth import OAuth
 from mcpspec.runtime.connection.http.verifiers import JwtVerifier
+from tests.auth_kit import protected_server
 from tests.http_kit import free_port, wait_listening
-from tests.interop_kit import GUARD, NODE, PEERS, STOP_GRACE
+from tests.interop_kit import GUARD, NODE, PEERS, STOP_GRACE, needs_sdk
 
 pytestmark = [pytest.mark.interop, pytest.mark.anyio]
 #: uvicorn and the SDK's client run on asyncio.
@@ -41,23 +41,11 @@ needs_provider = pytest.mark.skipif(
     not (NODE and OIDC_PROVIDER),
     reason="MCPSPEC_NODE and MCPSPEC_OIDC_PROVIDER are not set: run `nox -s interop`",
 )
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None,
-    reason="the official Python SDK (mcp==2.3.0) is missing: run `nox -s interop`",
-)
 REDIRECT = "http://127.0.0.1:5555/callback"
 
 
 def build_server() -> Server:
-    server = Server("oidc-protected", "1.0")
-
-    @server.tool()
-    async def whoami(ctx: RequestContext) -> str:
-        principal = ctx.principal
-        assert principal is not None
-        return f"{principal.subject} {' '.join(sorted(principal.scopes))}"
-
-    return server
+    return protected_server("oidc-protected")
 
 
 @asynccontextmanager

@@ -26,7 +26,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from mcpspec.runtime.connection import Client, RequestContext, Server
+from mcpspec.runtime.connection import Client, Server
 from mcpspec.runtime.connection.http import AuthSettings, HttpSettings, http_app
 from mcpspec.runtime.connection.http.oauth import (
     AuthorizationFailed,
@@ -39,6 +39,7 @@ from mcpspec.runtime.connection.http.oauth_discovery import parse_challenge
 from mcpspec.runtime.connection.http.oauth_redirect import LoopbackRedirect
 from mcpspec.runtime.connection.http.oauth_store import FileTokenStore, MemoryTokenStore
 from mcpspec.runtime.connection.http.verifiers import JwtVerifier
+from tests.auth_kit import protected_server
 from tests.http_kit import ACCEPT_BOTH, GUARD, JSON, initialize, serving
 
 pytestmark = pytest.mark.anyio
@@ -232,19 +233,7 @@ class BrowserStandIn:
 
 
 def build_server() -> Server:
-    server = Server("oauth-target", "1.0")
-
-    @server.tool()
-    async def whoami(ctx: RequestContext) -> str:
-        principal = ctx.principal
-        assert principal is not None
-        return f"{principal.subject} {' '.join(sorted(principal.scopes))}"
-
-    @server.tool(scopes=["admin"])
-    async def shutdown() -> str:
-        return "shut down"
-
-    return server
+    return protected_server("oauth-target")
 
 
 @asynccontextmanager

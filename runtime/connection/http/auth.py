@@ -31,6 +31,7 @@ import msgspec
 
 from ..principal import Principal
 from .security import Refusal
+from .settings import strings
 
 __all__ = [
     "PRM_PATH",
@@ -96,7 +97,7 @@ class AuthSettings:
             raise TypeError("authorization_servers is a collection of issuer URLs")
         object.__setattr__(self, "authorization_servers", tuple(self.authorization_servers))
         for name in ("scopes_supported", "required_scopes"):
-            scopes = tuple(_strings(getattr(self, name), name))
+            scopes = tuple(strings(getattr(self, name), name))
             for scope in scopes:
                 if not _SCOPE_TOKEN.match(scope):
                     raise ValueError(f"{name}: {scope!r} is not a valid scope")
@@ -247,12 +248,3 @@ def _token_in_query(query: bytes) -> bool:
         name.lower() == "access_token"
         for name, _ in urllib.parse.parse_qsl(text, keep_blank_values=True)
     )
-
-
-def _strings(values: Any, name: str) -> list[str]:
-    if isinstance(values, str):
-        raise TypeError(f"{name} must be a collection of strings, not one string")
-    out = list(values)
-    if not all(isinstance(value, str) for value in out):
-        raise TypeError(f"{name} must hold strings")
-    return out

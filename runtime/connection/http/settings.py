@@ -144,7 +144,7 @@ class HttpSettings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, frozenset):
                 # Accept any iterable of strings; keep the value hashable and fixed.
-                object.__setattr__(self, name, frozenset(_strings(value, name)))
+                object.__setattr__(self, name, frozenset(strings(value, name)))
 
     @classmethod
     def contract(
@@ -184,7 +184,9 @@ class HttpSettings:
         )
 
 
-def _strings(values: Any, name: str) -> list[str]:
+def strings(values: Any, name: str) -> list[str]:
+    """The strings of ``values``, a collection of them given as the setting ``name``
+    (one string alone is refused: it would read as its characters)."""
     if isinstance(values, str):
         raise TypeError(f"{name} must be a collection of strings, not one string")
     out = list(values)

@@ -387,3 +387,43 @@ async def test_a_task_outlives_its_http_request_and_is_fetched_on_another() -> N
             )
         assert answer["result"]["content"] == [{"type": "text", "text": "released"}]
         assert answer["result"]["_meta"][RELATED_TASK] == {"taskId": task_id}
+
+
+async def test_the_client_runs_the_servers_sampling_as_a_task() -> None:
+    server = Server("asks")
+    release = anyio.Event()
+
+    @server.tool()
+    async def delegate(ctx: RequestContext) -> str:
+        types, peer = ctx.types, ctx.peer
+        assert ctx.client_capabilities.tasks.requests.sampling.create_message == {}
+        params = types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(text="hi"))],
+            max_tokens=5,
+            task=types.TaskMetadata(ttl=10**9),
+        )
+        created = await peer.request(types.CreateMessageRequest(id=peer.next_id(), params=params))
+        task_id = created.task.task_id
+        assert created.task.ttl <= 60 * 60 * 1000
+        get = types.GetTaskRequest(
+            id=peer.next_id(), params=types.GetTaskRequestParams(task_id=task_id)
+        )
+        working = (await peer.request(get)).status
+        listed = await peer.request(types.ListTasksRequest(id=peer.next_id()))
+        release.set()
+        payload = types.GetTaskPayloadRequest(
+            id=peer.next_id(), params=types.GetTaskPayloadRequestParams(task_id=task_id)
+        )
+        result = await peer.request(payload)
+        assert result["_meta"][RELATED_TASK] == {"taskId": task_id}
+        return f"{working} {len(listed.tasks)} {result['content']['text']}"
+
+    async def sampling(params: Any, context: Any) -> Any:
+        await release.wait()
+        types = context.types
+        return types.CreateMessageResult(
+            role="assistant", model="m", content=types.TextContent(text="sampled")
+        )
+
+    async with Client.in_memory(server, mode=REVISION, sampling=sampling, tasks=True) as client:
+        assert (await client.call_tool("delegate")).text == "working 1 sampled"

@@ -64,7 +64,7 @@ from mcpspec.runtime.session.rules import Rule
 from mcpspec.runtime.session.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
 from mcpspec.runtime.session.version_negotiation import META_LOG_LEVEL, ClientMode
 
-from .client_tasks import TaskHandle, TaskWatch
+from .client_tasks import TASK_METHODS, ClientTasks, TaskHandle, TaskWatch
 from .errors import (
     CancelledByPeer,
     ConnectionClosed,
@@ -341,6 +341,7 @@ class ClientOptions(TypedDict, total=False):
     on_violation: ViolationHandler | None
     open_timeout: float | None
     limits: Limits | None
+    tasks: bool | ClientTasks
 
 
 class Client:
@@ -364,6 +365,10 @@ class Client:
     entering raises :class:`~mcpspec.runtime.connection.errors.OpenTimeout`.
     ``limits`` bound what the server can make the client hold
     (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``).
+    ``tasks`` (2025-11-25) lets the server ask for ``sampling/createMessage`` and
+    ``elicitation/create`` as tasks (``True``, or a
+    :class:`~mcpspec.runtime.connection.client_tasks.ClientTasks` with bounds of its own):
+    the handler runs on while the server polls ``tasks/get`` and ``tasks/result``.
     """
 
     def __init__(
@@ -382,6 +387,7 @@ class Client:
         on_violation: ViolationHandler | None = None,
         open_timeout: float | None = None,
         limits: Limits | None = None,
+        tasks: bool | ClientTasks = False,
     ) -> None:
         self._connect = connect
         self._handlers: dict[str, ServerRequestHandler] = {}
@@ -392,8 +398,14 @@ class Client:
         ):
             if handler is not None:
                 self._handlers[method] = handler
+        #: The tasks run for the server (``tasks``), if it may ask for them.
+        self._client_tasks: ClientTasks | None = (
+            tasks if isinstance(tasks, ClientTasks) else ClientTasks() if tasks else None
+        )
         if capabilities is None:
             capabilities = {_HANDLED[method]: {} for method in self._handlers}
+            if self._client_tasks is not None:
+                capabilities["tasks"] = ClientTasks.capability(self._handlers)
         self._session_args: dict[str, Any] = {
             "revisions": revisions,
             "mode": mode,
@@ -550,6 +562,8 @@ class Client:
         self._stack = stack
         started = anyio.current_time()
         try:
+            if self._client_tasks is not None:
+                await stack.enter_async_context(self._client_tasks.running())
             stream = await stack.enter_async_context(self._connect())
             self._stream = stream
             session = ClientSession(**self._session_args)
@@ -748,6 +762,20 @@ class Client:
             self, self._peer.session, event.method, event.request_id, None
         )
         params = getattr(event.request, "params", UNSET)
+        tasks = self._client_tasks
+        if tasks is not None:
+            types = context.types
+            if event.method in TASK_METHODS:
+                return await tasks.answer(types, event.method, params)
+            task = getattr(params, "task", UNSET)
+            if task is not UNSET:
+                method = event.method
+                del event
+
+                async def work() -> Any:
+                    return await self._answer(method, params, context)
+
+                return await tasks.start(types, method, task.ttl, work)
         return await self._answer(event.method, params, context)
 
     # -- notifications ---------------------------------------------------------------------------

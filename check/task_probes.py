@@ -17,6 +17,7 @@ import msgspec
 from mcpspec.runtime.errors import show
 
 from .conversation import Conversation, Reply
+from .json_schema import GaveUp, example_of
 
 __all__ = ["TASK_SUPPORT", "task_rules"]
 
@@ -75,15 +76,15 @@ async def task_rules(
 
 
 async def _request(conv: Conversation, method: str, params: dict[str, Any]) -> Reply:
-    from .probes import typed
-
-    return await conv.request(typed(conv, method, params))
+    """Send a typed request of the conversation's revision and wait for its answer."""
+    session = conv.session
+    cls = session.types.CLIENT_REQUESTS[method]
+    body = {"jsonrpc": "2.0", "id": session.next_id(), "method": method, "params": params}
+    return await conv.request(msgspec.json.decode(msgspec.json.encode(body), type=cls))
 
 
 async def _as_task(conv: Conversation, tool: dict[str, Any], plain: str | None) -> None:
     """Call ``tool`` as a task and follow the task to its end."""
-    from .json_schema import GaveUp, example_of
-
     name = tool.get("name")
     subject = f"tool {show(name)}"
     where = f"tools/call {name} (as a task)"
@@ -188,6 +189,6 @@ def _poll(task: Any) -> int | None:
 
 
 def _said(reply: Reply) -> str:
-    from .probes import said
-
-    return said(reply)
+    error = reply.value
+    code = error.get("code") if isinstance(error, dict) else getattr(error, "code", None)
+    return f"error {code}"

@@ -16,13 +16,14 @@ import pytest
 from mcpspec.runtime import Limits
 from mcpspec.runtime.connection import Client, RequestContext, RequestError, Server, ToolError
 from mcpspec.runtime.connection.client_tasks import TaskHandle
-from mcpspec.runtime.connection.http import http_app
+from mcpspec.runtime.connection.http import AuthSettings, HttpSettings, Principal, http_app
 from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskRecord, TaskStoreFull
 from mcpspec.runtime.connection.tasks import RELATED_TASK, TaskSettings
 from mcpspec.runtime.session.misuse import LocalProtocolError
 
 from .http_app_kit import initialize, request, sse_messages
-from .http_kit import serve_app
+from .http_kit import ACCEPT_BOTH, JSON, rpc, serve_app, serving
+from .http_kit import initialize as kit_initialize
 
 pytestmark = pytest.mark.anyio
 
@@ -427,3 +428,62 @@ async def test_the_client_runs_the_servers_sampling_as_a_task() -> None:
 
     async with Client.in_memory(server, mode=REVISION, sampling=sampling, tasks=True) as client:
         assert (await client.call_tool("delegate")).text == "working 1 sampled"
+
+
+PRINCIPALS = {
+    "token-alice": Principal("alice", "app", frozenset({"mcp"}), issuer="https://as.example"),
+    "token-alice-2": Principal("alice", "app", frozenset({"mcp"}), issuer="https://as.example"),
+    "token-bob": Principal("bob", "app", frozenset({"mcp"}), issuer="https://as.example"),
+}
+
+
+def _message(response: httpx.Response) -> Any:
+    if response.headers["content-type"].startswith("text/event-stream"):
+        return sse_messages(response.text)[-1]
+    return response.json()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_principals_tasks_are_reached_from_its_new_sessions_only() -> None:
+    server, seen = build()
+    auth = AuthSettings(
+        resource="http://127.0.0.1/mcp",
+        authorization_servers=("https://as.example",),
+        verifier=PRINCIPALS.get,
+        required_scopes=("mcp",),
+    )
+    base_headers = {"content-type": JSON, "accept": ACCEPT_BOTH}
+
+    async def session(client: httpx.AsyncClient, token: str) -> dict[str, str]:
+        headers = {**base_headers, "authorization": f"Bearer {token}"}
+        opened = await client.post("/mcp", json=kit_initialize(), headers=headers)
+        assert opened.status_code == 200, opened.text
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = REVISION
+        await client.post("/mcp", json=rpc(None, "notifications/initialized"), headers=headers)
+        return headers
+
+    async def call(
+        client: httpx.AsyncClient, headers: dict[str, str], method: str, params: Any
+    ) -> Any:
+        return _message(await client.post("/mcp", json=rpc(9, method, params), headers=headers))
+
+    app = http_app(server, HttpSettings(auth=auth))
+    async with serving(app) as base, httpx.AsyncClient(base_url=base, timeout=GUARD) as client:
+        first = await session(client, "token-alice")
+        created = await call(
+            client, first, "tools/call", {"name": "hold", "arguments": {}, "task": {}}
+        )
+        task_id = created["result"]["task"]["taskId"]
+        # Alice again, on a new session with a refreshed token: her task is there.
+        second = await session(client, "token-alice-2")
+        listed = await call(client, second, "tasks/list", {})
+        assert [task["taskId"] for task in listed["result"]["tasks"]] == [task_id]
+        # Bob sees none of it, and cannot reach it by id.
+        bob = await session(client, "token-bob")
+        assert (await call(client, bob, "tasks/list", {}))["result"]["tasks"] == []
+        refused = await call(client, bob, "tasks/cancel", {"taskId": task_id})
+        assert refused["error"]["code"] == -32602
+        seen["gate"].set()
+        fetched = await call(client, second, "tasks/result", {"taskId": task_id})
+        assert fetched["result"]["content"] == [{"type": "text", "text": "released"}]

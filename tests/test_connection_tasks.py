@@ -14,7 +14,14 @@ import msgspec
 import pytest
 
 from mcpspec.runtime import Limits
-from mcpspec.runtime.connection import Client, RequestContext, RequestError, Server, ToolError
+from mcpspec.runtime.connection import (
+    Client,
+    RequestContext,
+    RequestError,
+    Server,
+    ToolError,
+    memory_pair,
+)
 from mcpspec.runtime.connection.client_tasks import TaskHandle
 from mcpspec.runtime.connection.http import AuthSettings, HttpSettings, Principal, http_app
 from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskRecord, TaskStoreFull
@@ -487,3 +494,30 @@ async def test_a_principals_tasks_are_reached_from_its_new_sessions_only() -> No
         seen["gate"].set()
         fetched = await call(client, second, "tasks/result", {"taskId": task_id})
         assert fetched["result"]["content"] == [{"type": "text", "text": "released"}]
+
+
+async def test_a_task_outlives_its_connection_until_the_server_stops() -> None:
+    server, seen = build()
+    store = server.task_manager.store
+    async with server.running():
+        async with Client.in_memory(server, mode=REVISION) as client:
+            handle = await client.call_tool("hold", task=True)
+        # The connection is gone; the task runs on in the server's task group.
+        await anyio.sleep(0.05)
+        record = await store.get(handle.task_id)
+        assert record is not None and record.status == "working"
+        assert not seen["cancelled"]
+    # The server stopped: the task was cancelled and ends failed, saying why.
+    record = await store.get(handle.task_id)
+    assert record is not None and record.status == "failed"
+    assert record.status_message == "the server stopped before the task ended"
+    assert seen["cancelled"]
+
+
+async def test_a_task_needs_the_server_running() -> None:
+    server, _ = build()
+    client_end, server_end = memory_pair()
+    async with server.connect(server_end), Client.over(client_end, mode=REVISION) as client:
+        with pytest.raises(RequestError) as refused:
+            await client.call_tool("echo", {"text": "a"}, task=True)
+        assert refused.value.code == -32603 and "server.running()" in refused.value.error.message

@@ -124,7 +124,10 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         _P,
         _MUST,
         'with --call-tools: a tool whose execution.taskSupport is "required", called '
-        "without a task, is answered -32601",
+        "without a task, is answered -32601; tools with taskSupport go with the "
+        "tasks.requests.tools.call capability; one called as a task answers "
+        "CreateTaskResult, its status moves only forward, and tasks/result answers what "
+        "the plain call did",
     ),
     # http
     "http.status": CheckInfo(

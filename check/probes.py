@@ -21,6 +21,7 @@ from mcpspec.runtime.errors import clip, show
 from .catalog import CHECKS, Level
 from .conversation import Conversation, Reply
 from .json_schema import GaveUp, check_schema, example_of, validate
+from .task_probes import task_rules
 
 __all__ = [
     "cancellation",
@@ -395,6 +396,8 @@ async def _call_tools(
         conv.skipped("surface.call", "no tools")
         return
     counts = dict.fromkeys((key for key, _ in _CALLED), 0)
+    #: What each tool's plain call got (for the task rules).
+    plain: dict[str, str] = {}
     for index, tool in enumerate(tools):
         name = tool.get("name")
         subject = f"tool {show(name)}"
@@ -427,6 +430,7 @@ async def _call_tools(
             await conv.raw_send(conv.session.cancel(request.id, "mcpspec check: timeout"))
         elif reply.kind == "error":
             counts["error"] += 1
+            plain[str(name)] = "error"
         elif reply.kind == "refused":
             counts["refused"] += 1  # filed where the rule broke
         elif reply.kind == "result":
@@ -435,8 +439,10 @@ async def _call_tools(
                 continue
             if getattr(reply.value, "is_error", False) is True:
                 counts["tool-error"] += 1
+                plain[str(name)] = "tool-error"
                 continue
             counts["result"] += 1
+            plain[str(name)] = "result"
             if (index, "outputSchema") in sound:
                 _check_structured(conv, tool, reply.value, where)
         elif reply.kind == "closed":
@@ -444,6 +450,7 @@ async def _call_tools(
             return
     told = ", ".join(f"{counts[key]} {label}" for key, label in _CALLED if counts[key])
     conv.passed("surface.call", "tools/call", f"{len(tools)} tools: {told or 'none called'}")
+    await task_rules(conv, tools, plain)
 
 
 def _task_refusal(conv: Conversation, subject: str, reply: Reply, where: str) -> None:

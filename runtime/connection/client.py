@@ -41,7 +41,7 @@ from contextlib import (
     suppress,
 )
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -64,6 +64,7 @@ from mcpspec.runtime.session.rules import Rule
 from mcpspec.runtime.session.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
 from mcpspec.runtime.session.version_negotiation import META_LOG_LEVEL, ClientMode
 
+from .client_tasks import TASK_METHODS, ClientTasks, TaskHandle, TaskWatch
 from .errors import (
     CancelledByPeer,
     ConnectionClosed,
@@ -340,6 +341,7 @@ class ClientOptions(TypedDict, total=False):
     on_violation: ViolationHandler | None
     open_timeout: float | None
     limits: Limits | None
+    tasks: bool | ClientTasks
 
 
 class Client:
@@ -363,6 +365,10 @@ class Client:
     entering raises :class:`~mcpspec.runtime.connection.errors.OpenTimeout`.
     ``limits`` bound what the server can make the client hold
     (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``).
+    ``tasks`` (2025-11-25) lets the server ask for ``sampling/createMessage`` and
+    ``elicitation/create`` as tasks (``True``, or a
+    :class:`~mcpspec.runtime.connection.client_tasks.ClientTasks` with bounds of its own):
+    the handler runs on while the server polls ``tasks/get`` and ``tasks/result``.
     """
 
     def __init__(
@@ -381,6 +387,7 @@ class Client:
         on_violation: ViolationHandler | None = None,
         open_timeout: float | None = None,
         limits: Limits | None = None,
+        tasks: bool | ClientTasks = False,
     ) -> None:
         self._connect = connect
         self._handlers: dict[str, ServerRequestHandler] = {}
@@ -391,8 +398,14 @@ class Client:
         ):
             if handler is not None:
                 self._handlers[method] = handler
+        #: The tasks run for the server (``tasks``), if it may ask for them.
+        self._client_tasks: ClientTasks | None = (
+            tasks if isinstance(tasks, ClientTasks) else ClientTasks() if tasks else None
+        )
         if capabilities is None:
             capabilities = {_HANDLED[method]: {} for method in self._handlers}
+            if self._client_tasks is not None:
+                capabilities["tasks"] = ClientTasks.capability(self._handlers)
         self._session_args: dict[str, Any] = {
             "revisions": revisions,
             "mode": mode,
@@ -412,6 +425,7 @@ class Client:
         self._subscriptions: dict[RequestId | None, Subscription] = {}
         #: The output schemas of the tools listed, which results are checked against.
         self._outputs = OutputSchemas()
+        self._task_watch = TaskWatch()
 
     # -- building ---------------------------------------------------------------------------
 
@@ -548,6 +562,8 @@ class Client:
         self._stack = stack
         started = anyio.current_time()
         try:
+            if self._client_tasks is not None:
+                await stack.enter_async_context(self._client_tasks.running())
             stream = await stack.enter_async_context(self._connect())
             self._stream = stream
             session = ClientSession(**self._session_args)
@@ -746,6 +762,20 @@ class Client:
             self, self._peer.session, event.method, event.request_id, None
         )
         params = getattr(event.request, "params", UNSET)
+        tasks = self._client_tasks
+        if tasks is not None:
+            types = context.types
+            if event.method in TASK_METHODS:
+                return await tasks.answer(types, event.method, params)
+            task = getattr(params, "task", UNSET)
+            if task is not UNSET:
+                method = event.method
+                del event
+
+                async def work() -> Any:
+                    return await self._answer(method, params, context)
+
+                return await tasks.start(types, method, task.ttl, work)
         return await self._answer(event.method, params, context)
 
     # -- notifications ---------------------------------------------------------------------------
@@ -758,6 +788,8 @@ class Client:
             if subscription is not None:
                 subscription._deliver(notification)
                 return
+        if method == "notifications/tasks/status":
+            self._task_watch.heard(notification.params)
         if method == "notifications/message":
             if self._on_log is not None:
                 await _call(self._on_log, notification.params)
@@ -956,6 +988,7 @@ class Client:
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
         result_type: None = None,
+        task: Literal[False] = False,
     ) -> ToolResult: ...
 
     @overload
@@ -967,7 +1000,20 @@ class Client:
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
         result_type: type[R],
+        task: Literal[False] = False,
     ) -> R: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        task: Literal[True],
+        ttl: int | None = None,
+    ) -> TaskHandle: ...
 
     async def call_tool(
         self,
@@ -977,6 +1023,8 @@ class Client:
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
         result_type: type[Any] | None = None,
+        task: bool = False,
+        ttl: int | None = None,
     ) -> Any:
         """Call tool ``name`` with ``arguments``. A tool that fails answers a result
         with :attr:`ToolResult.is_error`; a request the server refuses raises
@@ -992,7 +1040,15 @@ class Client:
 
         Over Streamable HTTP in 2026-07-28, a refusal with -32020 (``HeaderMismatch``:
         the tool's ``x-mcp-header`` annotations changed since they were listed) makes
-        the client list the tools again and retry the call once."""
+        the client list the tools again and retry the call once.
+
+        With ``task=True`` (2025-11-25, a tool whose ``execution.taskSupport`` allows
+        it) the server runs the call as a task: the answer is a
+        :class:`~mcpspec.runtime.connection.client_tasks.TaskHandle` at once (``wait()``,
+        ``result()``, ``cancel()``); ``ttl`` asks how long (milliseconds) the server
+        keeps it."""
+        if task:
+            return await self._call_tool_as_task(name, arguments, ttl, progress, timeout)
         deadline = _Deadline(timeout)  # the listing and the retry included
         result = await self._call_tool(name, arguments, progress, deadline)
         if not self._outputs.listed and result.structured is not None:
@@ -1012,6 +1068,39 @@ class Client:
         if result_type is not None and result.is_error:
             raise ToolFailed(result)
         return result
+
+    async def _call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        ttl: int | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+    ) -> TaskHandle:
+        types = self.types
+        if getattr(types, "TaskMetadata", None) is None:
+            raise RevisionError(
+                Rule.METHOD_NOT_FOUND, f"revision {self.revision} has no tasks in its core"
+            )
+        params = types.CallToolRequestParams(
+            name=name,
+            arguments=UNSET if arguments is None else dict(arguments),
+            task=types.TaskMetadata(ttl=UNSET if ttl is None else ttl),
+        )
+        request = types.CallToolRequest(id=self.next_id(), params=params)
+        created = await self.request(request, progress=progress, timeout=timeout)
+        return TaskHandle(self, created.task)
+
+    def task(self, task_id: str) -> TaskHandle:
+        """A handle of the task ``task_id`` (kept from an earlier connection, say);
+        its status unknown until asked (``await handle.status()``)."""
+        placeholder = msgspec.structs.replace(_UNKNOWN_TASK, task_id=task_id)
+        return TaskHandle(self, placeholder)
+
+    async def list_tasks(self, *, timeout: float | None = None) -> list[Any]:
+        """The client's tasks the server keeps (``tasks/list``, every page; each a
+        ``Task``)."""
+        return await self._list("ListTasksRequest", "tasks", "tasks", timeout)
 
     async def _call_tool(
         self,
@@ -1219,3 +1308,14 @@ def _paging_violation(
 ) -> ResponseViolation:
     """The error of a listing the server pages wrongly (the result of ``request``)."""
     return error(_paging_event(type(request).method, reason, request.id))
+
+
+class _TaskPlaceholder(msgspec.Struct, kw_only=True):
+    """A task known by its id alone."""
+
+    task_id: str
+    status: str = "unknown"
+    poll_interval: Any = UNSET
+
+
+_UNKNOWN_TASK: Final = _TaskPlaceholder(task_id="")

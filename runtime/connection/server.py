@@ -66,7 +66,8 @@ from .principal import current_principal, missing_scopes, sealing_key
 from .prompts import Prompts
 from .resources import Resources
 from .stdio import stdio_server_stream
-from .tools import Tool
+from .tasks import TASK_REVISIONS, TaskManager, TaskSettings
+from .tools import TaskSupport, Tool
 from .transport import MessageStream
 
 __all__ = ["NotificationHandlerFn", "RequestHandlerFn", "Server", "ServerConnection"]
@@ -98,7 +99,11 @@ _DECLARES: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
     "resources/unsubscribe": ("resources", {"subscribe": True}),
     "completion/complete": ("completions", {}),
     "logging/setLevel": ("logging", {}),
+    "tasks/list": ("tasks", {"list": {}}),
+    "tasks/cancel": ("tasks", {"cancel": {}}),
 }
+#: The task methods a server with task-augmented tools answers.
+_TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
 
 
 @functools.cache
@@ -133,6 +138,8 @@ class Server(DeclaredFeatures):
     :mod:`~mcpspec.runtime.connection.lifespan`): its value is ``ctx.lifespan``.
     ``page_size`` cuts the lists the server answers itself (declared tools, resources,
     templates, prompts) into pages of that many, with cursors sealed by ``state_key``.
+    ``tasks`` says how tasks are kept (:class:`~mcpspec.runtime.connection.tasks.TaskSettings`:
+    the store, ``ttl`` and poll interval bounds), for tools declared with ``task=``.
     """
 
     def __init__(
@@ -151,6 +158,7 @@ class Server(DeclaredFeatures):
         state_key: bytes | None = None,
         lifespan: LifespanFn | None = None,
         page_size: int | None = None,
+        tasks: TaskSettings | None = None,
     ) -> None:
         if state_key is not None and len(state_key) < 16:
             raise ValueError("state_key must be at least 16 bytes")
@@ -175,6 +183,11 @@ class Server(DeclaredFeatures):
         self._resources = Resources(self._pager)
         self._prompts = Prompts(self._pager)
         self._completers = Completers(self._knows)
+        self._tasks = TaskManager(
+            tasks if tasks is not None else TaskSettings(),
+            self._pager,
+            self.limits.max_message_bytes,
+        )
         #: The methods answered for what was declared (resources, prompts, completers).
         self._declared: dict[str, str] = {}
 
@@ -220,6 +233,7 @@ class Server(DeclaredFeatures):
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         scopes: Iterable[str] = (),
+        task: TaskSupport | None = None,
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as a tool (see
         :mod:`mcpspec.runtime.connection.tools`: the input schema comes from its
@@ -227,7 +241,10 @@ class Server(DeclaredFeatures):
         ``tools/list`` and ``tools/call`` itself, which excludes handlers of its own for
         them. ``scopes``: the OAuth scopes a principal needs to see and call it (over
         HTTP with authorization: ``tools/list`` leaves it out for a principal without
-        them, and a call is refused with 403 ``insufficient_scope``). A function
+        them, and a call is refused with 403 ``insufficient_scope``). ``task``
+        (``"optional"`` or ``"required"``) lets clients of 2025-11-25 call it as a task
+        (see :mod:`~mcpspec.runtime.connection.tasks`): its ``execution.taskSupport``;
+        a ``"required"`` one called plainly is refused with -32601. A function
         annotated to return content that none of the server's revisions has (``Audio``
         for a server of 2024-11-05 alone) is refused here, naming the revision needed."""
 
@@ -239,6 +256,7 @@ class Server(DeclaredFeatures):
                 title=title,
                 annotations=annotations,
                 scopes=scopes,
+                task=task,
             )
             refuse_unsupported(fn, self.revisions, f"tool {tool.name!r}")
             self.add_tool(tool)
@@ -254,6 +272,12 @@ class Server(DeclaredFeatures):
         self._tools[tool.name] = tool
         self._handlers["tools/list"] = self._list_tools
         self._handlers["tools/call"] = self._call_tool
+        if tool.task_support is not None:
+            self._declared.update(dict.fromkeys(_TASK_METHODS, "tasks"))
+            self._handlers["tasks/get"] = self._get_task
+            self._handlers["tasks/result"] = self._task_result
+            self._handlers["tasks/list"] = self._list_tasks
+            self._handlers["tasks/cancel"] = self._cancel_task
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -307,8 +331,48 @@ class Server(DeclaredFeatures):
             # A tool the principal may not call is one it cannot know of (the HTTP
             # app refused it with 403 already; this holds for batches too).
             raise RequestError.invalid_params(f"unknown tool {show(params.name)}")
-        arguments = params.arguments
-        return await tool.call(None if arguments is msgspec.UNSET else arguments, ctx)
+        arguments = None if params.arguments is msgspec.UNSET else params.arguments
+        task = getattr(params, "task", UNSET)
+        if ctx.revision in TASK_REVISIONS:
+            if task is not UNSET and tool.task_support is None:
+                raise RequestError.of(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"tool {show(params.name)} does not run as a task",
+                    data={"taskSupport": "forbidden"},
+                )
+            if task is UNSET and tool.task_support == "required":
+                raise RequestError.of(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"tool {show(params.name)} runs only as a task (params.task)",
+                    data={"taskSupport": "required"},
+                )
+            if task is not UNSET:
+                session = ctx.peer.session
+
+                async def work(task_ctx: RequestContext) -> Any:
+                    result = await tool.call(arguments, task_ctx)
+                    return coerce_result(session, "tools/call", result)
+
+                return await self._tasks.start(ctx, work, task.ttl)
+        return await tool.call(arguments, ctx)
+
+    async def _get_task(self, request: Any, ctx: RequestContext) -> Any:
+        return await self._tasks.get(ctx, request.params.task_id)
+
+    async def _task_result(self, request: Any, ctx: RequestContext) -> Any:
+        return await self._tasks.result(ctx, request.params.task_id)
+
+    async def _list_tasks(self, request: Any, ctx: RequestContext) -> Any:
+        params = request.params
+        return await self._tasks.list(ctx, None if params is UNSET else params.cursor)
+
+    async def _cancel_task(self, request: Any, ctx: RequestContext) -> Any:
+        return await self._tasks.cancel(ctx, request.params.task_id)
+
+    @property
+    def task_manager(self) -> TaskManager:
+        """The server's tasks (their ``store``, their ``settings``)."""
+        return self._tasks
 
     @property
     def handled(self) -> frozenset[str]:
@@ -335,6 +399,8 @@ class Server(DeclaredFeatures):
             for name in ("tools", "prompts", "resources"):
                 if name in derived:
                     derived[name]["listChanged"] = True
+        if any(tool.task_support is not None for tool in self._tools.values()):
+            derived.setdefault("tasks", {})["requests"] = {"tools": {"call": {}}}
         return derived
 
     # -- change notifications ---------------------------------------------------------------
@@ -379,9 +445,14 @@ class Server(DeclaredFeatures):
 
     def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Enter the server's lifespan for the block's duration (its value as the
-        target; shared when entered already). ``run_stdio``, ``http_app`` and
-        ``Client.in_memory`` enter it themselves."""
-        return self._lifespan.entered()
+        target; shared when entered already), and run tasks meanwhile. ``run_stdio``,
+        ``http_app`` and ``Client.in_memory`` enter it themselves."""
+        return self._running()
+
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[Any]:
+        async with self._lifespan.entered() as value, self._tasks.running():
+            yield value
 
     def connection(
         self,
@@ -631,18 +702,22 @@ class ServerConnection:
         return answers, kept
 
     def _coerce(self, method: str, result: Any) -> Any:
-        """``result`` as a result of ``method`` in the session's revision: as it is when
-        it is one, else (a value of another revision, a mapping) through its JSON. A
-        2026-07-28 result that must say how long it may be cached and is given as a
-        mapping without it gets ``ttlMs`` 0 and ``cacheScope`` ``"private"``."""
-        module = self.session.types
-        if isinstance(result, msgspec.Struct) and type(result).__module__ == module.__name__:
-            return result
-        wire = {} if result is None else msgspec.to_builtins(result)
-        if isinstance(wire, dict) and _cached(self.session.codec, method):
-            wire.setdefault("ttlMs", 0)
-            wire.setdefault("cacheScope", "private")
-        return self.session.codec.decode_result(method, msgspec.json.encode(wire))
+        return coerce_result(self.session, method, result)
+
+
+def coerce_result(session: ServerSession, method: str, result: Any) -> Any:
+    """``result`` as a result of ``method`` in the session's revision: as it is when it
+    is one, else (a value of another revision, a mapping) through its JSON. A 2026-07-28
+    result that must say how long it may be cached and is given as a mapping without it
+    gets ``ttlMs`` 0 and ``cacheScope`` ``"private"``."""
+    module = session.types
+    if isinstance(result, msgspec.Struct) and type(result).__module__ == module.__name__:
+        return result
+    wire = {} if result is None else msgspec.to_builtins(result)
+    if isinstance(wire, dict) and _cached(session.codec, method):
+        wire.setdefault("ttlMs", 0)
+        wire.setdefault("cacheScope", "private")
+    return session.codec.decode_result(method, msgspec.json.encode(wire))
 
 
 @functools.cache

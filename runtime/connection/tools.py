@@ -33,7 +33,7 @@ import logging
 import re
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -46,7 +46,10 @@ from .context import RequestContext
 from .errors import RequestError
 from .structured import OutputType, StructuredMismatch, has_structured_output
 
-__all__ = ["Tool", "ToolError"]
+__all__ = ["TaskSupport", "Tool", "ToolError"]
+
+#: How a tool runs as a task (2025-11-25 ``execution.taskSupport``; ``None``: never).
+TaskSupport = Literal["optional", "required"]
 
 logger = logging.getLogger("mcpspec.connection")
 #: The revision assumed when a tool is called or listed without a connection (a test's
@@ -56,6 +59,9 @@ _NEWEST: Final = mcpspec.REVISIONS[-1]
 #: execution error (an ``isError`` result the model reads and may correct: SEP-1303);
 #: before it, a protocol error (-32602), as the tools page of each revision says.
 _ARGUMENT_ERRORS_ARE_TOOL_ERRORS: Final = "2025-11-25"
+#: The revision whose tools say how they run as tasks (``execution``): 2026-07-28
+#: moves tasks to an extension.
+_TASKS_IN_CORE: Final = "2025-11-25"
 #: Where msgspec's validation message says the value it refused is.
 _AT_PATH: Final = re.compile(r" - at `\$(.*)`$")
 
@@ -99,7 +105,10 @@ class Tool:
         annotations: Mapping[str, Any] | None = None,
         output: OutputType | None = None,
         scopes: Iterable[str] = (),
+        task: TaskSupport | None = None,
     ) -> None:
+        if task not in (None, "optional", "required"):
+            raise ValueError(f"a tool's task support is 'optional' or 'required'; not {task!r}")
         self.fn = fn
         self.name = name
         self.arguments = arguments
@@ -117,6 +126,9 @@ class Tool:
         #: The OAuth scopes a principal needs to see and call the tool (over HTTP with
         #: authorization; nothing is enforced where no principal is verified).
         self.scopes: frozenset[str] = frozenset(scopes)
+        #: Whether clients may (``"optional"``) or must (``"required"``) call it as a
+        #: task (2025-11-25); ``None``: never.
+        self.task_support: TaskSupport | None = task
 
     @classmethod
     def from_function(
@@ -128,6 +140,7 @@ class Tool:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         scopes: Iterable[str] = (),
+        task: TaskSupport | None = None,
     ) -> Tool:
         """The tool behind ``fn`` (see the module's documentation); ``name`` defaults to
         the function's name, ``description`` to its docstring."""
@@ -169,6 +182,7 @@ class Tool:
             annotations=annotations,
             output=OutputType.of(hints.get("return")),
             scopes=scopes,
+            task=task,
         )
 
     @property
@@ -211,6 +225,8 @@ class Tool:
             out["description"] = self.description
         if self.annotations is not None:
             out["annotations"] = self.annotations
+        if self.task_support is not None and revision == _TASKS_IN_CORE:
+            out["execution"] = {"taskSupport": self.task_support}
         return out
 
     async def call(self, arguments: Mapping[str, Any] | None, ctx: RequestContext) -> Any:

@@ -57,10 +57,12 @@ _add(
     "2025-11-25 transports: the server 'MAY close the connection' after sending an "
     "event with an id and retry (polling is optional)",
 )
-#: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): not implemented.
+#: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): not implemented (the
+#: Server runs the tasks of 2025-11-25 only, which no scenario of the suite exercises).
 _NO_TASKS = (
-    "extension not implemented: the Server has no tasks (io.modelcontextprotocol/tasks, "
-    "SEP-2663): tools/call is always answered in the request, tasks/* are -32601"
+    "extension not implemented: the Server runs tasks in 2025-11-25 only, not the "
+    "io.modelcontextprotocol/tasks extension of 2026-07-28 (SEP-2663): it declares no "
+    "extension, tools/call is answered in the request, tasks/* are -32601"
 )
 _TASKS_SPEC = (
     "SEP-2663 (an extension: 'not required for any tier', SEP-1730; the suite does not score it)"

@@ -30,6 +30,7 @@ from ..peer import HandedBack
 from .asgi import Send, respond, start_response
 from .routing import Channel, ChannelTerms, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
+from .session_store import StoreUnavailable
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
 from .wire import (
@@ -45,7 +46,13 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
+    from ..server import ServerConnection
     from .app import HttpApp
+
+#: The answer to a request when the cluster's store does not answer in time.
+UNAVAILABLE = Refusal(
+    503, "Service Unavailable: the session store did not answer", {"retry-after": "1"}
+)
 
 __all__ = ["HandshakeEndpoint"]
 
@@ -109,6 +116,8 @@ class HandshakeEndpoint:
             if not initialize:
                 return bad_request(send, "Bad Request: Missing session ID", code=-32000)
             return self._initialize(body, send)
+        if self.app.shared is not None:
+            return self._post_shared(session_id, body, peek, version, initialize, send)
         session = self.app.sessions.get(session_id)
         if session is None:
             return self._session_not_found(session_id, send)
@@ -118,6 +127,47 @@ class HandshakeEndpoint:
             return bad_request(send, "MCP-Protocol-Version is required")
         carried = peek.id if peek.method is not None else None
         return self._feed_session(session, body, send, {}, not peek.batch, carried)
+
+    async def _post_shared(
+        self,
+        session_id: str,
+        body: bytes,
+        peek: BodyPeek,
+        version: str | None,
+        initialize: bool,
+        send: Send,
+    ) -> None:
+        """A POST of a session shared by the workers of a cluster (:mod:`.shared_sessions`)."""
+        shared = self.app.shared
+        assert shared is not None
+        try:
+            session = await shared.find(self, session_id)
+            if session is not None and not initialize and await shared.forward(session, body, peek):
+                await respond(send, 202)
+                return
+        except StoreUnavailable:
+            await refuse(send, UNAVAILABLE)
+            return
+        if session is None:
+            await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
+            return
+        if initialize:
+            await bad_request(send, "the session is initialized already")
+            return
+        if version is None and self.app.settings.require_protocol_version:
+            await bad_request(send, "MCP-Protocol-Version is required")
+            return
+
+        async def keep(answer: HandedBack | None) -> bool:
+            # What the request set is written back before it is answered.
+            try:
+                await shared.keep(session)
+            except StoreUnavailable:
+                logger.warning("session %s: what the client set is not shared", session.id[:8])
+            return True
+
+        carried = peek.id if peek.method is not None else None
+        await self._feed_session(session, body, send, {}, not peek.batch, carried, keep)
 
     async def _session_not_found(self, session_id: str, send: Send) -> None:
         """404 for a session id not kept (one kept but idle past the limit ends now)."""
@@ -197,13 +247,14 @@ class HandshakeEndpoint:
         headers: dict[str, str],
         inline: bool,
         carried: RequestId | None = None,
-        admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
+        admit: Callable[[HandedBack | None], Awaitable[bool | HandedBack]] | None = None,
     ) -> None:
         """Feed a POST's body to ``session`` with the POST as the route of what is about
         its requests (until it ends); ``inline``: the body is one message (``carried``:
         its request's id), not a batch. ``admit`` (``initialize``) sees the
-        handed-back answer before it is sent and says whether the session is kept; a
-        session not kept ends once the response is over."""
+        handed-back answer before it is sent and says whether the session is kept (or
+        gives the answer to send instead, the session not kept); a session not kept
+        ends once the response is over."""
         peer = session.peer
         assert peer is not None
         channel = self._channel(send, session, headers, carried)
@@ -225,7 +276,10 @@ class HandshakeEndpoint:
                 channel.open()
                 events = await peer.feed(body)
             if admit is not None:
-                admitted = await admit(answer)
+                verdict = await admit(answer)
+                admitted = verdict is True
+                if isinstance(verdict, HandedBack):
+                    answer = verdict
             if answer is not None:
                 await channel.answer(*answer)
             await _cancel_members(stream, events)
@@ -251,10 +305,15 @@ class HandshakeEndpoint:
 
     async def _initialize(self, body: bytes, send: Send) -> None:
         session_id = new_id()
-        session = HandshakeSession(
-            session_id,
-            queue_limit=self.app.settings.max_queued_messages,
-            event_store=self.app.event_store,
+        shared = self.app.shared
+        session = (
+            HandshakeSession(
+                session_id,
+                queue_limit=self.app.settings.max_queued_messages,
+                event_store=self.app.event_store,
+            )
+            if shared is None
+            else shared.new_session(session_id)
         )
         task_group = await self.app.tasks()
         await task_group.start(self._run_session, session)
@@ -262,9 +321,13 @@ class HandshakeEndpoint:
         # refused one must not take (or free by eviction) a place of the table.
         headers: dict[str, str] = {}
 
-        async def admit(answer: HandedBack | None) -> bool:
+        async def admit(answer: HandedBack | None) -> bool | HandedBack:
             if answer is None or answer.error_code is not None:
                 return False
+            if shared is not None:
+                refused = await shared.admit(session, body, answer)
+                if refused is not None:
+                    return refused
             headers["mcp-session-id"] = session_id
             for evicted in self.app.sessions.add(session):
                 logger.info("session %s ended to make room", evicted.id[:8])
@@ -275,9 +338,14 @@ class HandshakeEndpoint:
         await self._feed_session(session, body, send, headers, True, admit=admit)
 
     async def _run_session(
-        self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]
+        self,
+        session: HandshakeSession,
+        *,
+        prime: Callable[[ServerConnection], None] | None = None,
+        task_status: anyio.abc.TaskStatus[None],
     ) -> None:
-        """Run the session's connection in the app's task group until it ends."""
+        """Run the session's connection in the app's task group until it ends
+        (``prime``: what its connection is given first, a copy of a shared session)."""
         try:
             # Buffered: an announcer (another client's handler) only queues; the
             # session's own task sends, and only it waits on a client that does not
@@ -291,6 +359,8 @@ class HandshakeEndpoint:
             ) as connection:
                 session.peer = connection.peer
                 session.connection = connection
+                if prime is not None:
+                    prime(connection)
                 task_status.started()
                 await connection.wait_closed()
         finally:
@@ -361,7 +431,7 @@ class HandshakeEndpoint:
         if refusal is not None:
             await refuse(send, refusal)
             return
-        session, refusal = self._session_of(headers)
+        session, refusal = await self._find(headers)
         if refusal is not None or session is None:
             await refuse(send, refusal or Refusal(400, "Bad Request"))
             return
@@ -381,7 +451,29 @@ class HandshakeEndpoint:
         finally:
             session.listening = False
 
+    async def _find(
+        self, headers: dict[str, str]
+    ) -> tuple[HandshakeSession | None, Refusal | None]:
+        """The session a GET or DELETE names (shared: found, or copied, through the
+        cluster's store)."""
+        shared = self.app.shared
+        session_id = headers.get(SESSION_HEADER)
+        if shared is None or session_id is None:
+            return self._session_of(headers)
+        try:
+            session = await shared.find(self, session_id)
+        except StoreUnavailable:
+            return None, UNAVAILABLE
+        return session, None if session is not None else Refusal(404, "Session not found")
+
     async def _standalone(self, session: HandshakeSession, send: Send) -> None:
+        if self.app.shared is not None:
+            async with self.app.shared.relaying(session):
+                await self._standalone_stream(session, send)
+        else:
+            await self._standalone_stream(session, send)
+
+    async def _standalone_stream(self, session: HandshakeSession, send: Send) -> None:
         keepalive = self.app.settings.keepalive_seconds
         while not session.closing:
             data = await session.next_standalone(keepalive)
@@ -463,10 +555,16 @@ class HandshakeEndpoint:
         if version is not None and version not in self.app.handshake_revisions:
             await self._unsupported_version(version, send)
             return
-        session, refusal = self._session_of(headers)
+        session, refusal = await self._find(headers)
         if refusal is not None or session is None:
             await refuse(send, refusal or Refusal(400, "Bad Request"))
             return
+        if self.app.shared is not None:
+            try:
+                await self.app.shared.end(session.id)
+            except StoreUnavailable:
+                await refuse(send, UNAVAILABLE)
+                return
         self.app.sessions.remove(session.id)
         await session.end()
         await respond(send, 200, b"")

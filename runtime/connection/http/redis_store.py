@@ -1,0 +1,235 @@
+"""The sessions of several workers kept in Redis (``pip install "mcpspec[redis]"``).
+
+:func:`redis_cluster` is the :class:`~.shared_sessions.Cluster` of workers sharing one
+Redis: a :class:`RedisSessionStore` and a :class:`RedisBus` over redis-py's asyncio
+client. What Redis holds:
+
+* ``<prefix>session:<id>``: one string per live session, its record as JSON (at most
+  :data:`~.session_store.MAX_RECORD_BYTES`), expiring ``ttl_seconds`` after the
+  session's last request (every request sets the expiry again);
+* nothing else: the messages between workers go over pub/sub (``<prefix>cluster`` and
+  ``<prefix>get:<id>``), which keeps nothing.
+
+Every call is bounded by ``timeout`` seconds: Redis down or slow is
+:class:`~.session_store.StoreUnavailable` (the request is answered 503, or with its
+JSON-RPC error), never a hang; the bus reconnects by itself when Redis returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+
+from .session_bus import Receiver
+from .session_store import SessionRecord, StoreUnavailable, encode_bounded
+from .shared_sessions import Cluster
+
+__all__ = ["RedisBus", "RedisSessionStore", "redis_cluster"]
+
+logger = logging.getLogger("mcpspec.http")
+
+T = TypeVar("T")
+
+
+def _redis() -> Any:
+    try:
+        import redis.asyncio
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise ImportError('sessions in Redis need redis-py: pip install "mcpspec[redis]"') from exc
+    return redis.asyncio
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    import redis.exceptions
+
+    return (redis.exceptions.RedisError, OSError, TimeoutError)
+
+
+async def _bounded_call(timeout: float, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` within ``timeout`` seconds; :class:`StoreUnavailable` when Redis
+    does not answer in time or fails."""
+    try:
+        with anyio.fail_after(timeout):
+            return await call()
+    except _failures() as exc:
+        raise StoreUnavailable(f"Redis did not answer: {exc!r}") from exc
+
+
+async def _unbounded(call: Awaitable[T]) -> T:
+    """``call`` (that may wait for as long as it likes); :class:`StoreUnavailable`
+    when Redis fails."""
+    try:
+        return await call
+    except _failures() as exc:
+        raise StoreUnavailable(f"Redis failed: {exc!r}") from exc
+
+
+class RedisSessionStore:
+    """A :class:`~.session_store.SessionStore` in Redis (see the module)."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "mcpspec:",
+        ttl_seconds: float = 3600.0,
+        timeout: float = 2.0,
+    ) -> None:
+        if ttl_seconds <= 0 or timeout <= 0:
+            raise ValueError("ttl_seconds and timeout must be positive")
+        self.client = client
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+        self.timeout = timeout
+        self._ttl_ms = max(1, int(ttl_seconds * 1000))
+
+    def key(self, session_id: str) -> str:
+        """The key of a session's record."""
+        return f"{self.prefix}session:{session_id}"
+
+    async def create(self, session_id: str, record: SessionRecord) -> None:
+        data = encode_bounded(record)
+        await _bounded_call(
+            self.timeout, lambda: self.client.set(self.key(session_id), data, px=self._ttl_ms)
+        )
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        data = await _bounded_call(
+            self.timeout, lambda: self.client.getex(self.key(session_id), px=self._ttl_ms)
+        )
+        if data is None:
+            return None
+        try:
+            return SessionRecord.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            logger.warning("session %s: its record in Redis is not one of ours", session_id[:8])
+            return None
+
+    async def save(self, session_id: str, record: SessionRecord) -> None:
+        data = encode_bounded(record)
+        # XX: a session ended meanwhile stays ended.
+        await _bounded_call(
+            self.timeout,
+            lambda: self.client.set(self.key(session_id), data, px=self._ttl_ms, xx=True),
+        )
+
+    async def delete(self, session_id: str) -> bool:
+        removed = await _bounded_call(
+            self.timeout, lambda: self.client.delete(self.key(session_id))
+        )
+        return bool(removed)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class RedisBus:
+    """A :class:`~.session_bus.MessageBus` over Redis pub/sub: one connection per
+    worker reads every channel it subscribed to (:meth:`run`); ``publish`` takes a
+    connection of ``client``'s pool. When Redis goes away, :meth:`run` reconnects and
+    subscribes again (what was published meanwhile is lost)."""
+
+    def __init__(self, client: Any, *, timeout: float = 2.0, retry_seconds: float = 0.5) -> None:
+        self.client = client
+        self.timeout = timeout
+        self.retry_seconds = retry_seconds
+        self._receivers: dict[str, list[Receiver]] = {}
+        self._pubsub: Any = None
+
+    async def publish(self, channel: str, data: bytes) -> int:
+        taken = await _bounded_call(self.timeout, lambda: self.client.publish(channel, data))
+        return int(taken)
+
+    async def subscribe(self, channel: str, receiver: Receiver) -> None:
+        receivers = self._receivers.setdefault(channel, [])
+        receivers.append(receiver)
+        if len(receivers) == 1 and self._pubsub is not None:
+            pubsub = self._pubsub
+            await _bounded_call(self.timeout, lambda: pubsub.subscribe(channel))
+
+    async def unsubscribe(self, channel: str, receiver: Receiver) -> None:
+        receivers = self._receivers.get(channel)
+        if receivers is None or receiver not in receivers:
+            return
+        receivers.remove(receiver)
+        if not receivers:
+            del self._receivers[channel]
+            if self._pubsub is not None:
+                pubsub = self._pubsub
+                await _bounded_call(self.timeout, lambda: pubsub.unsubscribe(channel))
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        started = False
+        while True:
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+            try:
+                self._pubsub = pubsub
+                if self._receivers:
+                    await _bounded_call(
+                        self.timeout, functools.partial(pubsub.subscribe, *self._receivers)
+                    )
+                if not started:
+                    started = True
+                    task_status.started()
+                await _unbounded(self._read(pubsub))
+            except StoreUnavailable as exc:
+                logger.warning("the Redis bus lost its connection (%s); trying again", exc)
+            finally:
+                self._pubsub = None
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(self.timeout),
+                    contextlib.suppress(StoreUnavailable),
+                ):
+                    await _unbounded(pubsub.aclose())
+            if not started:
+                started = True
+                task_status.started()
+            await anyio.sleep(self.retry_seconds)
+
+    async def _read(self, pubsub: Any) -> None:
+        while True:
+            if not pubsub.subscribed:
+                await anyio.sleep(0.02)
+                continue
+            message = await pubsub.get_message(timeout=1.0)
+            if message is None or message.get("type") != "message":
+                continue
+            channel = message["channel"]
+            if isinstance(channel, bytes):
+                channel = channel.decode()
+            for receiver in list(self._receivers.get(channel, ())):
+                try:
+                    await receiver(message["data"])
+                except Exception:
+                    logger.exception("a receiver of %s failed", channel)
+
+
+def redis_cluster(
+    url: str = "redis://127.0.0.1:6379/0",
+    *,
+    prefix: str = "mcpspec:",
+    ttl_seconds: float = 3600.0,
+    timeout: float = 2.0,
+) -> Cluster:
+    """The :class:`~.shared_sessions.Cluster` of the workers sharing the Redis at
+    ``url``: sessions live ``ttl_seconds`` after their last request; every Redis call
+    is bounded by ``timeout`` seconds."""
+    module = _redis()
+    client = module.Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30
+    )
+    # The bus's reading connection waits for messages for as long as there are none.
+    reader = module.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)
+    return Cluster(
+        RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl_seconds, timeout=timeout),
+        RedisBus(reader, timeout=timeout),
+        prefix,
+    )

@@ -1,0 +1,145 @@
+"""Several workers sharing sessions, in tests: a demo server for each worker, apps
+joined by one cluster (in memory, or a real ``redis-server`` started for the test),
+served by uvicorn in this process, and an ``httpx`` transport that sends each request
+to the next worker in turn (a balancer without affinity)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+
+from mcpspec.runtime.connection import RequestContext, Server
+from mcpspec.runtime.connection.http import http_app
+from mcpspec.runtime.connection.http.session_bus import MemoryBus
+from mcpspec.runtime.connection.http.session_store import MemorySessionStore
+from mcpspec.runtime.connection.http.shared_sessions import Cluster
+from tests.http_kit import free_port, serve_app, wait_listening
+
+#: The key every worker seals 2026-07-28 ``requestState`` with (shared configuration).
+STATE_KEY = b"cluster-test-state-key-0123456789"
+
+
+def cluster_server(seen: dict[str, Any]) -> Server:
+    """One worker's server (every worker runs the same code); ``seen`` is what the
+    test watches, shared by the workers of this process."""
+    server = Server("cluster-test", "1.0", list_changed=True, state_key=STATE_KEY)
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    @server.tool()
+    async def steps(count: int, ctx: RequestContext) -> str:
+        """Report progress ``count`` times, then answer."""
+        for step in range(count):
+            await ctx.report_progress(step + 1, count)
+        return f"{count} steps"
+
+    @server.tool()
+    async def ask(ctx: RequestContext) -> str:
+        """Ask the client for a name (elicitation)."""
+        answer = await ctx.elicit(
+            message="Your name?",
+            requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+        )
+        return f"hello {answer.content['name']}"
+
+    @server.tool()
+    async def roots(ctx: RequestContext) -> str:
+        """Ask the client for its roots."""
+        listed = await ctx.list_roots()
+        return "roots: " + ", ".join(root.name for root in listed.roots)
+
+    @server.tool()
+    async def hold(ctx: RequestContext) -> str:
+        """Report progress once, then wait until released (or cancelled)."""
+        await ctx.report_progress(1, 2)
+        try:
+            await seen["release"].wait()
+        except anyio.get_cancelled_exc_class():
+            seen["cancelled"].set()
+            raise
+        return "released"
+
+    @server.tool()
+    async def touch() -> str:
+        """Announce that the tool list changed."""
+        await server.notify_tools_changed()
+        return "touched"
+
+    @server.tool()
+    async def chat(ctx: RequestContext) -> str:
+        """Log one info message, then answer."""
+        await ctx.log("info", "chatting")
+        return "chatted"
+
+    return server
+
+
+def memory_clusters() -> Callable[[], Cluster]:
+    """Clusters of apps of this process: every call gives the same one."""
+    cluster = Cluster(MemorySessionStore(), MemoryBus())
+    return lambda: cluster
+
+
+@asynccontextmanager
+async def redis_server() -> AsyncIterator[str]:
+    """A ``redis-server`` of its own on a free loopback port (nothing saved to disk);
+    its URL. Needs Debian's ``redis-server`` (``nox -s cluster`` installs it)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        await wait_listening(port, process)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@asynccontextmanager
+async def workers(
+    count: int, clusters: Callable[[], Cluster], seen: dict[str, Any], **settings: Any
+) -> AsyncIterator[list[str]]:
+    """``count`` workers (apps of one cluster, each its own server) served by uvicorn;
+    their base URLs."""
+    async with AsyncExitStack() as stack:
+        bases = []
+        for _ in range(count):
+            app = http_app(cluster_server(seen), cluster=clusters(), **settings)
+            bases.append(await stack.enter_async_context(serve_app(app)))
+        yield bases
+
+
+class RoundRobin(httpx.AsyncBaseTransport):
+    """Sends each request to the next of ``bases`` in turn (no affinity); ``sent``
+    says where each went."""
+
+    def __init__(self, bases: list[str]) -> None:
+        self.ports = [httpx.URL(base).port for base in bases]
+        self._next = itertools.cycle(range(len(bases)))
+        self._inner = httpx.AsyncHTTPTransport()
+        self.sent: list[tuple[str, int]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        worker = next(self._next)
+        request.url = request.url.copy_with(port=self.ports[worker])
+        self.sent.append((request.method, worker))
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -1,0 +1,326 @@
+"""Handshake-era sessions shared by several workers (``HttpSettings(cluster=...)``): any
+worker serves any request of a session, a ``DELETE`` on one ends it on all, what a
+client sets on one applies on all, a client's answer or cancellation reaches the
+worker waiting for it, a ``GET`` stream gets what another worker sends, and a client
+cannot answer another session's requests. Each test runs on a cluster of apps of this
+process joined in memory, and on one joined by a real ``redis-server`` (marked
+``cluster``: ``nox -s cluster`` installs it)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from mcpspec.runtime.connection import Client
+from mcpspec.runtime.connection.http.redis_store import redis_cluster
+from mcpspec.runtime.connection.http.shared_sessions import Cluster
+from tests.cluster_kit import RoundRobin, memory_clusters, redis_server, workers
+
+pytestmark = pytest.mark.anyio
+
+ANYIO_BACKENDS = ("asyncio",)
+ACCEPT = "application/json, text/event-stream"
+HANDSHAKE = ("2025-03-26", "2025-06-18", "2025-11-25")
+#: A hang guard for what the test itself causes (never a timed assertion).
+GUARD = 15
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def redis_clusters() -> AsyncIterator[Callable[[], Cluster]]:
+    async with redis_server() as url:
+        # One cluster per worker, as in separate processes.
+        yield lambda: redis_cluster(url, timeout=2.0)
+
+
+@asynccontextmanager
+async def in_memory() -> AsyncIterator[Callable[[], Cluster]]:
+    yield memory_clusters()
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.cluster)])
+def joined(request: pytest.FixtureRequest) -> Any:
+    return redis_clusters if request.param == "redis" else in_memory
+
+
+@pytest.fixture
+def seen() -> dict[str, Any]:
+    return {"release": anyio.Event(), "cancelled": anyio.Event()}
+
+
+@asynccontextmanager
+async def cluster(
+    joined: Any, seen: dict[str, Any], count: int = 2, **settings: Any
+) -> AsyncIterator[tuple[list[str], httpx.AsyncClient]]:
+    async with (
+        joined() as clusters,
+        workers(count, clusters, seen, **settings) as bases,
+        httpx.AsyncClient(timeout=GUARD) as http,
+    ):
+        yield bases, http
+
+
+def rpc(method: str, params: Any = None, request_id: int | None = 1) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if request_id is not None:
+        message["id"] = request_id
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def call(name: str, arguments: dict[str, Any] | None = None, request_id: int = 1) -> Any:
+    return rpc("tools/call", {"name": name, "arguments": arguments or {}}, request_id)
+
+
+async def open_session(
+    http: httpx.AsyncClient,
+    base: str,
+    version: str = "2025-11-25",
+    capabilities: dict[str, Any] | None = None,
+    initialized: str | None = None,
+) -> dict[str, str]:
+    """``initialize`` on ``base`` (then ``notifications/initialized`` on
+    ``initialized``); the headers of every later request of the session."""
+    params = {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    reply = await http.post(
+        f"{base}/mcp", json=rpc("initialize", params), headers={"accept": ACCEPT}
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["protocolVersion"] == version
+    headers = {
+        "accept": ACCEPT,
+        "mcp-protocol-version": version,
+        "mcp-session-id": reply.headers["mcp-session-id"],
+    }
+    if initialized is not None:
+        done = rpc("notifications/initialized", None, None)
+        assert (
+            await http.post(f"{initialized}/mcp", json=done, headers=headers)
+        ).status_code == 202
+    return headers
+
+
+def messages_of(reply: httpx.Response) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a reply (JSON, or an SSE stream)."""
+    if reply.headers["content-type"].startswith("application/json"):
+        return [reply.json()]
+    out = []
+    for line in reply.text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            out.append(json.loads(line[5:]))
+    return out
+
+
+async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    async for line in response.aiter_lines():
+        if line.startswith("data:") and line[5:].strip():
+            yield json.loads(line[5:])
+
+
+@pytest.mark.parametrize("version", HANDSHAKE)
+async def test_any_worker_serves_any_post_of_a_session(
+    joined: Any, seen: dict[str, Any], version: str
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        headers = await open_session(http, a, version)
+        done = await http.post(
+            f"{b}/mcp", json=rpc("notifications/initialized", None, None), headers=headers
+        )
+        assert done.status_code == 202
+        listed = await http.post(f"{b}/mcp", json=rpc("tools/list"), headers=headers)
+        assert {tool["name"] for tool in messages_of(listed)[-1]["result"]["tools"]} >= {
+            "echo",
+            "ask",
+        }
+        for base in (a, b, a):
+            echoed = await http.post(
+                f"{base}/mcp", json=call("echo", {"text": base}), headers=headers
+            )
+            assert messages_of(echoed)[-1]["result"]["content"][0]["text"] == base
+        stepped = await http.post(f"{b}/mcp", json=call("steps", {"count": 3}), headers=headers)
+        progress = [m for m in messages_of(stepped) if m.get("method") == "notifications/progress"]
+        assert messages_of(stepped)[-1]["result"]["content"][0]["text"] == "3 steps"
+        assert progress == []  # no progressToken was asked for
+
+
+async def test_a_delete_on_one_worker_ends_the_session_on_every_worker(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as ([a, b, c], http):
+        headers = await open_session(http, a)
+        for base in (b, c):
+            assert (
+                await http.post(f"{base}/mcp", json=rpc("ping"), headers=headers)
+            ).status_code == 200
+        assert (await http.delete(f"{c}/mcp", headers=headers)).status_code == 200
+        for base in (a, b, c):
+            gone = await http.post(f"{base}/mcp", json=rpc("ping"), headers=headers)
+            assert gone.status_code == 404
+            assert gone.json()["error"]["code"] == -32001
+
+
+async def test_a_session_id_guessed_is_404_on_every_worker(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        real = await open_session(http, a)
+        guessed = {**real, "mcp-session-id": secrets.token_urlsafe(32)}
+        for base in (a, b):
+            assert (
+                await http.post(f"{base}/mcp", json=rpc("ping"), headers=guessed)
+            ).status_code == 404
+            assert (await http.get(f"{base}/mcp", headers=guessed)).status_code == 404
+            assert (await http.delete(f"{base}/mcp", headers=guessed)).status_code == 404
+        # The real session is untouched.
+        assert (await http.post(f"{b}/mcp", json=rpc("ping"), headers=real)).status_code == 200
+
+
+async def test_the_log_level_set_on_one_worker_holds_on_the_others(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        headers = await open_session(http, a)
+        quiet = rpc("logging/setLevel", {"level": "error"})
+        assert (await http.post(f"{b}/mcp", json=quiet, headers=headers)).status_code == 200
+        chatted = await http.post(f"{a}/mcp", json=call("chat"), headers=headers)
+        assert [m for m in messages_of(chatted) if "method" in m] == []
+        loud = rpc("logging/setLevel", {"level": "info"})
+        assert (await http.post(f"{a}/mcp", json=loud, headers=headers)).status_code == 200
+        for base in (b, a):
+            chatted = await http.post(f"{base}/mcp", json=call("chat"), headers=headers)
+            logged = [m for m in messages_of(chatted) if m.get("method") == "notifications/message"]
+            assert [m["params"]["data"] for m in logged] == ["chatting"]
+
+
+async def test_an_answer_to_an_elicitation_reaches_the_worker_that_asked(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        headers = await open_session(http, a, capabilities={"elicitation": {}}, initialized=b)
+        with anyio.fail_after(GUARD):
+            async with http.stream(
+                "POST", f"{a}/mcp", json=call("ask", request_id=7), headers=headers
+            ) as stream:
+                messages = sse_messages(stream)
+                asked = await anext(messages)
+                assert asked["method"] == "elicitation/create"
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"name": "Ada"}},
+                }
+                accepted = await http.post(f"{b}/mcp", json=answer, headers=headers)
+                assert accepted.status_code == 202
+                result = await anext(messages)
+        assert result["id"] == 7
+        assert result["result"]["content"][0]["text"] == "hello Ada"
+
+
+async def test_a_client_cannot_answer_the_requests_of_another_session(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        victim = await open_session(http, a, capabilities={"elicitation": {}}, initialized=b)
+        intruder = await open_session(http, b, capabilities={"elicitation": {}}, initialized=a)
+        with anyio.fail_after(GUARD):
+            async with http.stream("POST", f"{a}/mcp", json=call("ask"), headers=victim) as stream:
+                messages = sse_messages(stream)
+                asked = await anext(messages)
+                forged = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"name": "Mallory"}},
+                }
+                for base in (a, b):
+                    await http.post(f"{base}/mcp", json=forged, headers=intruder)
+                honest = {**forged, "result": {"action": "accept", "content": {"name": "Ada"}}}
+                assert (await http.post(f"{b}/mcp", json=honest, headers=victim)).status_code == 202
+                result = await anext(messages)
+        assert result["result"]["content"][0]["text"] == "hello Ada"
+
+
+async def test_a_cancellation_reaches_the_worker_running_the_request(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen) as ([a, b], http):
+        headers = await open_session(http, a)
+        with anyio.fail_after(GUARD):
+            body = rpc(
+                "tools/call", {"name": "hold", "arguments": {}, "_meta": {"progressToken": 1}}, 9
+            )
+            async with http.stream("POST", f"{a}/mcp", json=body, headers=headers) as stream:
+                messages = sse_messages(stream)
+                assert (await anext(messages))["method"] == "notifications/progress"
+                cancel = rpc("notifications/cancelled", {"requestId": 9, "reason": "enough"}, None)
+                assert (
+                    await http.post(f"{b}/mcp", json=cancel, headers=headers)
+                ).status_code == 202
+                await seen["cancelled"].wait()
+
+
+async def test_a_get_stream_gets_the_changes_announced_on_another_worker(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as ([a, b, c], http):
+        headers = await open_session(http, a)
+        with anyio.fail_after(GUARD):
+            async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
+                assert stream.status_code == 200
+                messages = sse_messages(stream)
+                # Until the GET's channel is joined, a change may be announced before it
+                # listens: announce until one arrives, then count what follows.
+                touched = await http.post(f"{c}/mcp", json=call("touch"), headers=headers)
+                assert messages_of(touched)[-1]["result"]["content"][0]["text"] == "touched"
+                first = await anext(messages)
+                assert first["method"] == "notifications/tools/list_changed"
+                await http.post(f"{a}/mcp", json=call("touch"), headers=headers)
+                await http.post(f"{a}/mcp", json=call("echo", {"text": "x"}), headers=headers)
+                second = await anext(messages)
+                assert second["method"] == "notifications/tools/list_changed"
+
+
+@pytest.mark.parametrize("mode", [*HANDSHAKE, "2026-07-28"])
+async def test_the_mcpspec_client_through_a_balancer_without_affinity(
+    joined: Any, seen: dict[str, Any], mode: str
+) -> None:
+    async def roots(params: Any, ctx: Any) -> Any:
+        return {"roots": [{"uri": "file:///ada", "name": "Ada"}]}
+
+    async with cluster(joined, seen, count=3) as (bases, _):
+        balancer = RoundRobin(bases)
+        async with (
+            httpx.AsyncClient(transport=balancer, timeout=GUARD) as http,
+            Client.http(f"{bases[0]}/mcp", http_client=http, mode=mode, roots=roots) as client,
+        ):
+            with anyio.fail_after(GUARD):
+                names = {tool.name for tool in await client.list_tools()}
+                assert {"echo", "steps", "ask"} <= names
+                reports: list[float] = []
+
+                async def progress(params: Any) -> None:
+                    reports.append(params.progress)
+
+                stepped = await client.call_tool("steps", {"count": 3}, progress=progress)
+                assert stepped.content[0].text == "3 steps"
+                assert reports == [1, 2, 3]
+                for _ in range(4):
+                    # The client's answer lands on the next worker.
+                    asked = await client.call_tool("roots")
+                    assert asked.content[0].text == "roots: Ada"
+        assert {worker for _, worker in balancer.sent} == {0, 1, 2}

@@ -22,9 +22,10 @@ nox.options.reuse_existing_virtualenvs = True
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (pytest with Hypothesis), but for the tests against real peers,
-    which ``nox -s interop`` runs with the peers installed."""
-    session.install(".[test]")
-    session.run("pytest", "-m", "not interop", *session.posargs)
+    which ``nox -s interop`` runs with the peers installed, and those needing Redis
+    and nginx, which ``nox -s cluster`` runs."""
+    session.install(".[test,redis]")
+    session.run("pytest", "-m", "not interop and not cluster", *session.posargs)
 
 
 #: The msgspec versions the package is tested with: the newest patch release of each

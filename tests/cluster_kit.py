@@ -9,14 +9,16 @@ import itertools
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 
 from mcpspec.runtime.connection import RequestContext, Server
 from mcpspec.runtime.connection.http import http_app
+from mcpspec.runtime.connection.http.event_store import MemoryEventStore
 from mcpspec.runtime.connection.http.session_bus import MemoryBus
 from mcpspec.runtime.connection.http.session_store import MemorySessionStore
 from mcpspec.runtime.connection.http.shared_sessions import Cluster
@@ -86,7 +88,7 @@ def cluster_server(seen: dict[str, Any]) -> Server:
 
 def memory_clusters() -> Callable[[], Cluster]:
     """Clusters of apps of this process: every call gives the same one."""
-    cluster = Cluster(MemorySessionStore(), MemoryBus())
+    cluster = Cluster(MemorySessionStore(), MemoryBus(), event_store=MemoryEventStore())
     return lambda: cluster
 
 
@@ -111,18 +113,48 @@ async def redis_server() -> AsyncIterator[str]:
         process.wait(timeout=10)
 
 
+class Workers(list[str]):
+    """The base URLs of running workers; :meth:`stop` ends one (as if killed: its
+    sessions' copies go with it, the sessions live on in the cluster)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stops: list[anyio.Event] = []
+        self.stopped: list[anyio.Event] = []
+
+    async def stop(self, index: int) -> None:
+        self.stops[index].set()
+        await self.stopped[index].wait()
+
+
 @asynccontextmanager
 async def workers(
     count: int, clusters: Callable[[], Cluster], seen: dict[str, Any], **settings: Any
-) -> AsyncIterator[list[str]]:
-    """``count`` workers (apps of one cluster, each its own server) served by uvicorn;
-    their base URLs."""
-    async with AsyncExitStack() as stack:
-        bases = []
-        for _ in range(count):
+) -> AsyncIterator[Workers]:
+    """``count`` workers (apps of one cluster, each its own server) served by uvicorn,
+    each in a task of its own (so that any one stops alone)."""
+    running = Workers()
+
+    async def worker(*, task_status: anyio.abc.TaskStatus[str]) -> None:
+        stop, stopped = anyio.Event(), anyio.Event()
+        running.stops.append(stop)
+        running.stopped.append(stopped)
+        try:
             app = http_app(cluster_server(seen), cluster=clusters(), **settings)
-            bases.append(await stack.enter_async_context(serve_app(app)))
-        yield bases
+            async with serve_app(app) as base:
+                task_status.started(base)
+                await stop.wait()
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as task_group:
+        for _ in range(count):
+            running.append(await task_group.start(worker))
+        try:
+            yield running
+        finally:
+            for stop in running.stops:
+                stop.set()
 
 
 class RoundRobin(httpx.AsyncBaseTransport):

@@ -21,7 +21,7 @@ import pytest
 from mcpspec.runtime.connection import Client
 from mcpspec.runtime.connection.http.redis_store import redis_cluster
 from mcpspec.runtime.connection.http.shared_sessions import Cluster
-from tests.cluster_kit import RoundRobin, memory_clusters, redis_server, workers
+from tests.cluster_kit import RoundRobin, Workers, memory_clusters, redis_server, workers
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +62,7 @@ def seen() -> dict[str, Any]:
 @asynccontextmanager
 async def cluster(
     joined: Any, seen: dict[str, Any], count: int = 2, **settings: Any
-) -> AsyncIterator[tuple[list[str], httpx.AsyncClient]]:
+) -> AsyncIterator[tuple[Workers, httpx.AsyncClient]]:
     async with (
         joined() as clusters,
         workers(count, clusters, seen, **settings) as bases,
@@ -324,3 +324,60 @@ async def test_the_mcpspec_client_through_a_balancer_without_affinity(
                     asked = await client.call_tool("roots")
                     assert asked.content[0].text == "roots: Ada"
         assert {worker for _, worker in balancer.sent} == {0, 1, 2}
+
+
+async def test_a_stream_resumes_on_another_worker_after_its_worker_is_gone(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as (running, http):
+        a, b, c = running
+        headers = await open_session(http, a, initialized=b)
+        body = rpc(
+            "tools/call",
+            {"name": "steps", "arguments": {"count": 3}, "_meta": {"progressToken": 5}},
+            4,
+        )
+        reply = await http.post(f"{a}/mcp", json=body, headers=headers)
+        events = [
+            (block.split("id: ", 1)[1].split("\n", 1)[0], block)
+            for block in reply.text.split("\n\n")
+            if "id: " in block and "data: {" in block
+        ]
+        assert len(events) == 4  # 3 progress, the result
+        await running.stop(0)
+        with anyio.fail_after(GUARD):
+            resumed = await http.get(f"{c}/mcp", headers={**headers, "last-event-id": events[0][0]})
+        assert resumed.status_code == 200
+        replayed = messages_of(resumed)
+        assert [m.get("params", {}).get("progress") for m in replayed[:2]] == [2, 3]
+        assert replayed[2]["id"] == 4 and replayed[2]["result"]["content"][0]["text"] == "3 steps"
+        # An id this cluster never gave is refused, not taken for another stream.
+        unknown = await http.get(f"{b}/mcp", headers={**headers, "last-event-id": "x-1.0-1"})
+        assert unknown.status_code == 400
+
+
+async def test_a_get_stream_resumed_on_another_worker_goes_on_live(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as (running, http):
+        a, b, c = running
+        headers = await open_session(http, a, initialized=b)
+        with anyio.fail_after(GUARD):
+            async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
+                lines = stream.aiter_lines()
+                await http.post(f"{c}/mcp", json=call("touch"), headers=headers)
+                last_id = None
+                async for line in lines:
+                    if line.startswith("id:"):
+                        last_id = line[3:].strip()
+                    if line.startswith("data:") and "list_changed" in line:
+                        break
+            assert last_id is not None
+            await running.stop(1)
+            async with http.stream(
+                "GET", f"{c}/mcp", headers={**headers, "last-event-id": last_id}
+            ) as stream:
+                assert stream.status_code == 200
+                messages = sse_messages(stream)
+                await http.post(f"{a}/mcp", json=call("touch"), headers=headers)
+                assert (await anext(messages))["method"] == "notifications/tools/list_changed"

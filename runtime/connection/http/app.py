@@ -97,8 +97,11 @@ class HttpApp:
             if settings.max_body_bytes is not None
             else server.limits.max_message_bytes
         )
+        shared_events = settings.cluster.event_store if settings.cluster else None
         self.event_store = (
-            (settings.event_store or MemoryEventStore()) if settings.resumable else None
+            (settings.event_store or shared_events or MemoryEventStore())
+            if settings.resumable
+            else None
         )
         self.sessions = SessionTable(settings.max_sessions, settings.session_idle_seconds)
         #: The sessions shared with the other workers of a cluster (``None``: alone).

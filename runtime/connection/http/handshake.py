@@ -369,7 +369,8 @@ class HandshakeEndpoint:
             with anyio.CancelScope(shield=True):
                 await session.close_streams()
             self.app.sessions.remove(session.id)
-            if self.app.event_store is not None:
+            # A shared session's events outlive this worker's copy (the cluster ends them).
+            if self.app.event_store is not None and self.app.shared is None:
                 with anyio.CancelScope(shield=True):
                     await self.app.event_store.forget(session.id)
 
@@ -509,7 +510,7 @@ class HandshakeEndpoint:
                 return
             if not await self._replay(session, last_event_id, send):
                 return
-            if stream_id == session.standalone_id and not session.listening:
+            if session.is_standalone(stream_id) and not session.listening:
                 session.listening = True
                 try:
                     await self._standalone(session, send)

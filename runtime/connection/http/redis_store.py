@@ -7,6 +7,8 @@ client. What Redis holds:
 * ``<prefix>session:<id>``: one string per live session, its record as JSON (at most
   :data:`~.session_store.MAX_RECORD_BYTES`), expiring ``ttl_seconds`` after the
   session's last request (every request sets the expiry again);
+* ``<prefix>events:<id>`` (and ``...:bytes``): the session's SSE events, for
+  resumption on any worker (:mod:`.redis_events`: bounded in count, bytes and age);
 * nothing else: the messages between workers go over pub/sub (``<prefix>cluster`` and
   ``<prefix>get:<id>``), which keeps nothing.
 
@@ -52,7 +54,7 @@ def _failures() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.RedisError, OSError, TimeoutError)
 
 
-async def _bounded_call(timeout: float, call: Callable[[], Awaitable[T]]) -> T:
+async def bounded_call(timeout: float, call: Callable[[], Awaitable[T]]) -> T:
     """``call()`` within ``timeout`` seconds; :class:`StoreUnavailable` when Redis
     does not answer in time or fails."""
     try:
@@ -96,12 +98,12 @@ class RedisSessionStore:
 
     async def create(self, session_id: str, record: SessionRecord) -> None:
         data = encode_bounded(record)
-        await _bounded_call(
+        await bounded_call(
             self.timeout, lambda: self.client.set(self.key(session_id), data, px=self._ttl_ms)
         )
 
     async def load(self, session_id: str) -> SessionRecord | None:
-        data = await _bounded_call(
+        data = await bounded_call(
             self.timeout, lambda: self.client.getex(self.key(session_id), px=self._ttl_ms)
         )
         if data is None:
@@ -115,15 +117,13 @@ class RedisSessionStore:
     async def save(self, session_id: str, record: SessionRecord) -> None:
         data = encode_bounded(record)
         # XX: a session ended meanwhile stays ended.
-        await _bounded_call(
+        await bounded_call(
             self.timeout,
             lambda: self.client.set(self.key(session_id), data, px=self._ttl_ms, xx=True),
         )
 
     async def delete(self, session_id: str) -> bool:
-        removed = await _bounded_call(
-            self.timeout, lambda: self.client.delete(self.key(session_id))
-        )
+        removed = await bounded_call(self.timeout, lambda: self.client.delete(self.key(session_id)))
         return bool(removed)
 
     async def aclose(self) -> None:
@@ -144,7 +144,7 @@ class RedisBus:
         self._pubsub: Any = None
 
     async def publish(self, channel: str, data: bytes) -> int:
-        taken = await _bounded_call(self.timeout, lambda: self.client.publish(channel, data))
+        taken = await bounded_call(self.timeout, lambda: self.client.publish(channel, data))
         return int(taken)
 
     async def subscribe(self, channel: str, receiver: Receiver) -> None:
@@ -152,7 +152,7 @@ class RedisBus:
         receivers.append(receiver)
         if len(receivers) == 1 and self._pubsub is not None:
             pubsub = self._pubsub
-            await _bounded_call(self.timeout, lambda: pubsub.subscribe(channel))
+            await bounded_call(self.timeout, lambda: pubsub.subscribe(channel))
 
     async def unsubscribe(self, channel: str, receiver: Receiver) -> None:
         receivers = self._receivers.get(channel)
@@ -163,7 +163,7 @@ class RedisBus:
             del self._receivers[channel]
             if self._pubsub is not None:
                 pubsub = self._pubsub
-                await _bounded_call(self.timeout, lambda: pubsub.unsubscribe(channel))
+                await bounded_call(self.timeout, lambda: pubsub.unsubscribe(channel))
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False
@@ -172,7 +172,7 @@ class RedisBus:
             try:
                 self._pubsub = pubsub
                 if self._receivers:
-                    await _bounded_call(
+                    await bounded_call(
                         self.timeout, functools.partial(pubsub.subscribe, *self._receivers)
                     )
                 if not started:
@@ -218,18 +218,24 @@ def redis_cluster(
     prefix: str = "mcpspec:",
     ttl_seconds: float = 3600.0,
     timeout: float = 2.0,
+    events: dict[str, Any] | None = None,
 ) -> Cluster:
     """The :class:`~.shared_sessions.Cluster` of the workers sharing the Redis at
-    ``url``: sessions live ``ttl_seconds`` after their last request; every Redis call
-    is bounded by ``timeout`` seconds."""
+    ``url``: sessions live ``ttl_seconds`` after their last request; their SSE events
+    are kept in Redis (:class:`~.redis_events.RedisEventStore`, given the options
+    ``events``: ``per_session``, ``per_session_bytes``, ``max_age_seconds``); every
+    Redis call is bounded by ``timeout`` seconds."""
     module = _redis()
     client = module.Redis.from_url(
         url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30
     )
     # The bus's reading connection waits for messages for as long as there are none.
     reader = module.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)
+    from .redis_events import RedisEventStore
+
     return Cluster(
         RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl_seconds, timeout=timeout),
         RedisBus(reader, timeout=timeout),
         prefix,
+        RedisEventStore(client, prefix=prefix, timeout=timeout, **(events or {})),
     )

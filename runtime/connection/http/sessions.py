@@ -85,6 +85,10 @@ class HandshakeSession:
         self._streams += 1
         return str(self._streams)
 
+    def is_standalone(self, stream_id: str) -> bool:
+        """Whether ``stream_id`` names the session's standalone (``GET``) stream."""
+        return stream_id == self.standalone_id
+
     def note_channel(self, channel: Channel) -> None:
         """Note the channel of one of the session's POSTs, opened, among its open
         streams (until the POST ends), naming its SSE stream."""

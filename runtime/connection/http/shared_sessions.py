@@ -48,6 +48,7 @@ from mcpspec.runtime.session.state import Phase
 
 from ..errors import RequestError
 from ..peer import HandedBack
+from .event_store import EventStore
 from .routing import is_request
 from .session_bus import MessageBus
 from .session_store import SessionRecord, SessionStore, StoreUnavailable
@@ -78,14 +79,17 @@ _CHANGES: Final = frozenset(
 @dataclasses.dataclass(frozen=True)
 class Cluster:
     """What the workers of one server share: the sessions' ``store``, the ``bus`` they
-    tell each other things on, and the ``prefix`` of their channel names (workers of
-    different servers sharing one Redis use different ones). Every worker must be
+    tell each other things on, the ``prefix`` of their channel names (workers of
+    different servers sharing one Redis use different ones), and the ``event_store``
+    of their SSE events, so that a stream resumes on any worker (``None``: each
+    worker's own, in memory: a stream resumes only on the worker that sent it). Every worker must be
     given the same server (its tools, its ``state_key``: the ``requestState`` of a
     2026-07-28 request sealed by one worker is opened by another)."""
 
     store: SessionStore
     bus: MessageBus
     prefix: str = "mcpspec:"
+    event_store: EventStore | None = None
 
 
 class _Note(msgspec.Struct, omit_defaults=True):
@@ -164,6 +168,10 @@ class SharedSession(HandshakeSession):
 
     def next_stream_id(self) -> str:
         return f"{self.shared.worker}-{super().next_stream_id()}"
+
+    def is_standalone(self, stream_id: str) -> bool:
+        # Any worker's: a GET stream resumed here goes on live here.
+        return stream_id.endswith("-0")
 
     async def to_standalone(self, data: bytes) -> None:
         if self.listening:
@@ -337,6 +345,8 @@ class SharedSessions:
         """End a session on every worker (``DELETE``)."""
         await self.store.delete(session_id)
         await self._tell(_Note("end", self.worker, session=session_id))
+        if self.app.event_store is not None:
+            await self.app.event_store.forget(session_id)
 
     async def _end_here(self, session_id: str) -> None:
         session = self.app.sessions.remove(session_id)

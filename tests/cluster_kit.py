@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -31,7 +32,7 @@ STATE_KEY = b"cluster-test-state-key-0123456789"
 def cluster_server(seen: dict[str, Any]) -> Server:
     """One worker's server (every worker runs the same code); ``seen`` is what the
     test watches, shared by the workers of this process."""
-    server = Server("cluster-test", "1.0", list_changed=True, state_key=STATE_KEY)
+    server = Server("cluster-test", "1.0", list_changed=True, subscribe=True, state_key=STATE_KEY)
 
     @server.tool()
     async def echo(text: str) -> str:
@@ -78,6 +79,12 @@ def cluster_server(seen: dict[str, Any]) -> Server:
         return "touched"
 
     @server.tool()
+    async def update(uri: str) -> str:
+        """Announce that the resource ``uri`` changed."""
+        await server.notify_resource_updated(uri)
+        return "updated"
+
+    @server.tool()
     async def chat(ctx: RequestContext) -> str:
         """Log one info message, then answer."""
         await ctx.log("info", "chatting")
@@ -92,25 +99,64 @@ def memory_clusters() -> Callable[[], Cluster]:
     return lambda: cluster
 
 
+#: The options of a test's redis-server that keep nothing on disk.
+NOTHING_SAVED = ("--save", "", "--appendonly", "no")
+
+
+class RedisProcess:
+    """A ``redis-server`` of its own on a free loopback port (nothing saved to disk),
+    which a test may pause (slow), stop and start again (down, then back, empty).
+    Needs Debian's ``redis-server`` (``nox -s cluster`` installs it)."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        self.binary = binary
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    async def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *NOTHING_SAVED],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        await wait_listening(self.port, self.process)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+
+@asynccontextmanager
+async def redis_process() -> AsyncIterator[RedisProcess]:
+    """A :class:`RedisProcess`, started; stopped after."""
+    redis = RedisProcess()
+    await redis.start()
+    try:
+        yield redis
+    finally:
+        redis.stop()
+
+
 @asynccontextmanager
 async def redis_server() -> AsyncIterator[str]:
-    """A ``redis-server`` of its own on a free loopback port (nothing saved to disk);
-    its URL. Needs Debian's ``redis-server`` (``nox -s cluster`` installs it)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        await wait_listening(port, process)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    """A ``redis-server`` of its own (see :class:`RedisProcess`); its URL."""
+    async with redis_process() as redis:
+        yield redis.url
 
 
 class Workers(list[str]):

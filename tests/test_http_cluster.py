@@ -21,7 +21,14 @@ import pytest
 from mcpspec.runtime.connection import Client
 from mcpspec.runtime.connection.http.redis_store import redis_cluster
 from mcpspec.runtime.connection.http.shared_sessions import Cluster
-from tests.cluster_kit import RoundRobin, Workers, memory_clusters, redis_server, workers
+from tests.cluster_kit import (
+    RoundRobin,
+    Workers,
+    memory_clusters,
+    redis_process,
+    redis_server,
+    workers,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -283,8 +290,8 @@ async def test_a_get_stream_gets_the_changes_announced_on_another_worker(
             async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
                 assert stream.status_code == 200
                 messages = sse_messages(stream)
-                # Until the GET's channel is joined, a change may be announced before it
-                # listens: announce until one arrives, then count what follows.
+                # The GET takes what other workers send it from before its response
+                # starts: a change announced now arrives.
                 touched = await http.post(f"{c}/mcp", json=call("touch"), headers=headers)
                 assert messages_of(touched)[-1]["result"]["content"][0]["text"] == "touched"
                 first = await anext(messages)
@@ -381,3 +388,105 @@ async def test_a_get_stream_resumed_on_another_worker_goes_on_live(
                 messages = sse_messages(stream)
                 await http.post(f"{a}/mcp", json=call("touch"), headers=headers)
                 assert (await anext(messages))["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_subscription_made_on_one_worker_is_served_by_the_get_stream_of_another(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as ([a, b, c], http):
+        headers = await open_session(http, a, initialized=b)
+        subscribe = rpc("resources/subscribe", {"uri": "memo://one"})
+        assert (await http.post(f"{a}/mcp", json=subscribe, headers=headers)).status_code == 200
+        with anyio.fail_after(GUARD):
+            async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
+                messages = sse_messages(stream)
+                await http.post(
+                    f"{c}/mcp", json=call("update", {"uri": "memo://other"}), headers=headers
+                )
+                await http.post(
+                    f"{c}/mcp", json=call("update", {"uri": "memo://one"}), headers=headers
+                )
+                updated = await anext(messages)
+                assert updated["method"] == "notifications/resources/updated"
+                assert updated["params"]["uri"] == "memo://one"
+
+
+async def test_listen_gets_the_changes_announced_on_another_worker(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with (
+        cluster(joined, seen) as ([a, b], _),
+        Client.http(f"{a}/mcp", mode="2026-07-28") as listener,
+        Client.http(f"{b}/mcp", mode="2026-07-28") as announcer,
+    ):
+        with anyio.fail_after(GUARD):
+            async with listener.listen(tools=True) as changes:
+                touched = await announcer.call_tool("touch")
+                assert touched.content[0].text == "touched"
+                async for note in changes:
+                    assert note.method == "notifications/tools/list_changed"
+                    break
+
+
+@pytest.mark.cluster
+async def test_redis_slow_or_down_is_a_clear_error_in_a_bound_and_the_workers_recover(
+    seen: dict[str, Any],
+) -> None:
+    async with redis_process() as redis:
+        clusters = lambda: redis_cluster(redis.url, timeout=0.5)  # noqa: E731
+        async with workers(2, clusters, seen) as (a, b), httpx.AsyncClient(timeout=GUARD) as http:
+            headers = await open_session(http, a, initialized=b)
+            ping = rpc("ping")
+            fresh = rpc(
+                "initialize",
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            )
+            redis.pause()  # slow: it takes connections and answers nothing
+            try:
+                with anyio.fail_after(5):
+                    for base in (a, b):
+                        refused = await http.post(f"{base}/mcp", json=rpc("ping"), headers=headers)
+                        assert refused.status_code == 503
+                        assert refused.headers["retry-after"] == "1"
+                    opened = await http.post(f"{a}/mcp", json=fresh, headers={"accept": ACCEPT})
+                    assert opened.status_code == 200 and "mcp-session-id" not in opened.headers
+                    assert opened.json()["error"]["code"] == -32603
+                    deleted = await http.delete(f"{b}/mcp", headers=headers)
+                    assert deleted.status_code == 503
+            finally:
+                redis.resume()
+            with anyio.fail_after(GUARD):
+                assert (
+                    await http.post(f"{b}/mcp", json=rpc("ping"), headers=headers)
+                ).status_code == 200
+            redis.stop()  # down
+            with anyio.fail_after(5):
+                refused = await http.post(f"{a}/mcp", json=rpc("ping"), headers=headers)
+                assert refused.status_code == 503
+            await redis.start()  # back, and empty: the sessions it held are gone
+            with anyio.fail_after(GUARD):
+                gone = await http.post(f"{b}/mcp", json=ping, headers=headers)
+                assert gone.status_code == 404
+                headers = await open_session(http, a, initialized=b)
+                # The bus is back too: a GET stream gets what another worker announces.
+                async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
+                    assert stream.status_code == 200
+                    arrived = anyio.Event()
+
+                    async def read() -> None:
+                        async for note in sse_messages(stream):
+                            assert note["method"] == "notifications/tools/list_changed"
+                            arrived.set()
+                            return
+
+                    async with anyio.create_task_group() as reading:
+                        reading.start_soon(read)
+                        # Announced again until the bus, reconnecting, carries one.
+                        while not arrived.is_set():
+                            await http.post(f"{a}/mcp", json=call("touch"), headers=headers)
+                            with anyio.move_on_after(0.5):
+                                await arrived.wait()

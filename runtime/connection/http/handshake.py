@@ -445,8 +445,7 @@ class HandshakeEndpoint:
             return
         session.listening = True
         try:
-            await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
-            await self._standalone(session, send)
+            await self._standalone(session, send, start=True)
         except OSError:
             pass
         finally:
@@ -467,12 +466,20 @@ class HandshakeEndpoint:
             return None, UNAVAILABLE
         return session, None if session is not None else Refusal(404, "Session not found")
 
-    async def _standalone(self, session: HandshakeSession, send: Send) -> None:
+    async def _standalone(
+        self, session: HandshakeSession, send: Send, *, start: bool = False
+    ) -> None:
+        """Serve the standalone stream (``start``: its response is not started yet);
+        shared, it takes what the other workers send it from before it starts."""
         if self.app.shared is not None:
             async with self.app.shared.relaying(session):
+                if start:
+                    await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
                 await self._standalone_stream(session, send)
-        else:
-            await self._standalone_stream(session, send)
+            return
+        if start:
+            await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+        await self._standalone_stream(session, send)
 
     async def _standalone_stream(self, session: HandshakeSession, send: Send) -> None:
         keepalive = self.app.settings.keepalive_seconds

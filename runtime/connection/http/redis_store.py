@@ -151,8 +151,7 @@ class RedisBus:
         receivers = self._receivers.setdefault(channel, [])
         receivers.append(receiver)
         if len(receivers) == 1 and self._pubsub is not None:
-            pubsub = self._pubsub
-            await bounded_call(self.timeout, lambda: pubsub.subscribe(channel))
+            await self._pubsub_call("subscribe", channel)
 
     async def unsubscribe(self, channel: str, receiver: Receiver) -> None:
         receivers = self._receivers.get(channel)
@@ -162,8 +161,20 @@ class RedisBus:
         if not receivers:
             del self._receivers[channel]
             if self._pubsub is not None:
-                pubsub = self._pubsub
-                await bounded_call(self.timeout, lambda: pubsub.unsubscribe(channel))
+                await self._pubsub_call("unsubscribe", channel)
+
+    async def _pubsub_call(self, command: str, channel: str) -> None:
+        """(Un)subscribe the reading connection, from another task than the reader's.
+        When the connection is being lost meanwhile, redis-py may fail in other ways
+        than its errors: all are the bus unavailable (the reader subscribes again to
+        every channel wanted when it reconnects)."""
+        pubsub = self._pubsub
+        try:
+            await bounded_call(self.timeout, lambda: getattr(pubsub, command)(channel))
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"the Redis bus is reconnecting: {exc!r}") from exc
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False
@@ -226,8 +237,19 @@ def redis_cluster(
     ``events``: ``per_session``, ``per_session_bytes``, ``max_age_seconds``); every
     Redis call is bounded by ``timeout`` seconds."""
     module = _redis()
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as LostConnection
+
+    # A connection Redis dropped (it restarted) is tried once more on a new one; a
+    # timeout is not (the call's bound would be spent twice).
     client = module.Redis.from_url(
-        url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        health_check_interval=30,
+        retry=Retry(NoBackoff(), 1, (LostConnection,)),
+        retry_on_error=[LostConnection],
     )
     # The bus's reading connection waits for messages for as long as there are none.
     reader = module.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)

@@ -392,7 +392,11 @@ class SharedSessions:
             return
         channel = self.get_channel(session.id)
         receiver = session.take_standalone
-        await self.bus.subscribe(channel, receiver)
+        try:
+            await self.bus.subscribe(channel, receiver)
+        except StoreUnavailable:
+            # Kept as wanted: the bus subscribes again once it is back.
+            logger.warning("session %s: the GET stream waits for the bus", session.id[:8])
         try:
             yield
         finally:

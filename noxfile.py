@@ -141,6 +141,37 @@ def load(session: nox.Session) -> None:
     )
 
 
+#: The system packages ``nox -s cluster`` runs (Debian's), by the program each gives.
+CLUSTER_PROGRAMS = {"redis-server": "redis-server", "nginx": "nginx"}
+
+
+@nox.session
+def cluster(session: nox.Session) -> None:
+    """Several workers sharing sessions (``pytest -m cluster``): Debian's redis-server and
+    nginx (installed with apt-get when missing), three uvicorn worker processes behind
+    nginx round-robin, the mcpspec client in every era and the official SDK client
+    through it, a worker killed mid-stream and under load; and the Redis-backed stores
+    against a real redis-server."""
+    missing = [
+        package
+        for program, package in CLUSTER_PROGRAMS.items()
+        if shutil.which(program) is None
+        and shutil.which(program, path="/usr/sbin:/usr/local/sbin") is None
+    ]
+    if missing:
+        sudo = [] if _is_root() else ["sudo"]
+        session.run(*sudo, "apt-get", "update", "-q", external=True)
+        session.run(*sudo, "apt-get", "install", "-y", "-q", *missing, external=True)
+    session.install(".[test,redis]", "mcp==2.3.0")
+    session.run("pytest", "-m", "cluster", "-p", "no:cacheprovider", *session.posargs)
+
+
+def _is_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 @nox.session
 def interop(session: nox.Session) -> None:
     """The connection layer against real MCP peers (``pytest -m interop``): the official

@@ -69,7 +69,17 @@ def cluster_server(seen: dict[str, Any]) -> Server:
             await seen["release"].wait()
         except anyio.get_cancelled_exc_class():
             seen["cancelled"].set()
+            seen["cancels"] = seen.get("cancels", 0) + 1
             raise
+        return "released"
+
+    @server.tool()
+    async def report_then_hold(count: int, ctx: RequestContext) -> str:
+        """Report progress ``count`` times (each naming this worker), then wait until
+        released (or cancelled)."""
+        for step in range(count):
+            await ctx.report_progress(step + 1, count + 1, message=str(seen.get("name")))
+        await seen["release"].wait()
         return "released"
 
     @server.tool()

@@ -18,7 +18,7 @@ import anyio.abc
 import httpx
 
 from mcpspec.runtime.connection import RequestContext, Server
-from mcpspec.runtime.connection.http import http_app
+from mcpspec.runtime.connection.http import HttpApp, http_app
 from mcpspec.runtime.connection.http.event_store import MemoryEventStore
 from mcpspec.runtime.connection.http.session_bus import MemoryBus
 from mcpspec.runtime.connection.http.session_store import MemorySessionStore
@@ -177,6 +177,7 @@ class Workers(list[str]):
         super().__init__()
         self.stops: list[anyio.Event] = []
         self.stopped: list[anyio.Event] = []
+        self.apps: list[HttpApp] = []
 
     async def stop(self, index: int) -> None:
         self.stops[index].set()
@@ -197,6 +198,7 @@ async def workers(
         running.stopped.append(stopped)
         try:
             app = http_app(cluster_server(seen), cluster=clusters(), **settings)
+            running.apps.append(app)
             async with serve_app(app) as base:
                 task_status.started(base)
                 await stop.wait()

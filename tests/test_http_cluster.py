@@ -490,3 +490,31 @@ async def test_redis_slow_or_down_is_a_clear_error_in_a_bound_and_the_workers_re
                             await http.post(f"{a}/mcp", json=call("touch"), headers=headers)
                             with anyio.move_on_after(0.5):
                                 await arrived.wait()
+
+
+async def test_a_copy_idle_on_its_worker_serves_again_and_none_is_left_running(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, session_idle_seconds=0.2) as (running, http):
+        a, b = running
+        # A session whose GET streams keep it busy (never idle) on both workers, kept
+        # first: an idle copy behind it is not the first to go for room.
+        busy = await open_session(http, a, initialized=b)
+        async with (
+            http.stream("GET", f"{a}/mcp", headers=busy) as on_a,
+            http.stream("GET", f"{b}/mcp", headers=busy) as on_b,
+        ):
+            assert on_a.status_code == on_b.status_code == 200
+            headers = await open_session(http, a, initialized=b)
+            for _ in range(3):
+                # Idle on each worker by its own clock, alive in the cluster all along.
+                await anyio.sleep(0.3)
+                for base in (a, b):
+                    pong = await http.post(f"{base}/mcp", json=rpc("ping"), headers=headers)
+                    assert pong.status_code == 200
+            assert [len(app.sessions) for app in running.apps] == [2, 2]
+            assert (await http.delete(f"{b}/mcp", headers=headers)).status_code == 200
+            with anyio.fail_after(GUARD):
+                # Every copy of it ended: each worker runs one connection, the busy one's.
+                while any(len(app.server._connections) != 1 for app in running.apps):
+                    await anyio.sleep(0.02)

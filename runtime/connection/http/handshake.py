@@ -368,7 +368,7 @@ class HandshakeEndpoint:
             session.ended.set()
             with anyio.CancelScope(shield=True):
                 await session.close_streams()
-            self.app.sessions.remove(session.id)
+            self.app.sessions.remove(session.id, only=session)
             # A shared session's events outlive this worker's copy (the cluster ends them).
             if self.app.event_store is not None and self.app.shared is None:
                 with anyio.CancelScope(shield=True):

@@ -191,8 +191,13 @@ class SessionTable:
         self.minted += 1
         return evicted
 
-    def remove(self, session_id: str) -> HandshakeSession | None:
-        """Forget a session (it ended)."""
+    def remove(
+        self, session_id: str, only: HandshakeSession | None = None
+    ) -> HandshakeSession | None:
+        """Forget a session (it ended); with ``only``, only if the one kept under that
+        id is ``only`` (a copy of a shared session ending leaves its successor)."""
+        if only is not None and self._sessions.get(session_id) is not only:
+            return None
         return self._sessions.pop(session_id, None)
 
     def expired(self, session_id: str) -> HandshakeSession | None:

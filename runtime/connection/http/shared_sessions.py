@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -276,11 +277,15 @@ class SharedSessions:
         while (copying := self._copying.get(session_id)) is not None:
             await copying.wait()
         local = self.app.sessions.get(session_id)
+        stale = self.app.sessions.expired(session_id) if local is None else None
         record = await self.store.load(session_id)
         if record is None:
-            if local is not None or self.app.sessions.expired(session_id) is not None:
+            if local is not None or stale is not None:
                 await self._end_here(session_id)
             return None
+        if stale is not None and not stale.ended.is_set():
+            # Idle here, in use elsewhere: this worker's copy serves again.
+            local = self._keep_again(stale)
         if local is not None:
             assert isinstance(local, SharedSession)
             self._apply(local, record)
@@ -305,6 +310,17 @@ class SharedSessions:
         for evicted in self.app.sessions.add(session):
             # Only this worker's copy ends: the session lives on in the store.
             task_group.start_soon(evicted.end)
+        return session
+
+    def _keep_again(self, session: HandshakeSession) -> HandshakeSession:
+        """Keep again this worker's copy ``session``, found idle here (its session is
+        alive in the store: used on other workers)."""
+        self.app.sessions.remove(session.id, only=session)
+        session.last_active = time.monotonic()
+        evicted = self.app.sessions.add(session)
+        if evicted and self._tasks is not None:
+            for other in evicted:
+                self._tasks.start_soon(other.end)
         return session
 
     def _apply(self, session: SharedSession, record: SessionRecord) -> None:

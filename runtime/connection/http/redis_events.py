@@ -17,7 +17,7 @@ import re
 from typing import Any, Final
 
 from .event_store import StoredEvent
-from .redis_store import bounded_call
+from .redis_calls import bounded_call
 
 __all__ = ["RedisEventStore"]
 

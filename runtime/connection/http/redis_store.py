@@ -22,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.abc
 import msgspec
 
+from .redis_calls import bounded_call, redis_module, unbounded
+from .redis_events import RedisEventStore
 from .session_bus import Receiver
 from .session_store import SessionRecord, StoreUnavailable, encode_bounded
 from .shared_sessions import Cluster
@@ -36,41 +37,6 @@ from .shared_sessions import Cluster
 __all__ = ["RedisBus", "RedisSessionStore", "redis_cluster"]
 
 logger = logging.getLogger("mcpspec.http")
-
-T = TypeVar("T")
-
-
-def _redis() -> Any:
-    try:
-        import redis.asyncio
-    except ImportError as exc:  # pragma: no cover - the extra is missing
-        raise ImportError('sessions in Redis need redis-py: pip install "mcpspec[redis]"') from exc
-    return redis.asyncio
-
-
-def _failures() -> tuple[type[BaseException], ...]:
-    import redis.exceptions
-
-    return (redis.exceptions.RedisError, OSError, TimeoutError)
-
-
-async def bounded_call(timeout: float, call: Callable[[], Awaitable[T]]) -> T:
-    """``call()`` within ``timeout`` seconds; :class:`StoreUnavailable` when Redis
-    does not answer in time or fails."""
-    try:
-        with anyio.fail_after(timeout):
-            return await call()
-    except _failures() as exc:
-        raise StoreUnavailable(f"Redis did not answer: {exc!r}") from exc
-
-
-async def _unbounded(call: Awaitable[T]) -> T:
-    """``call`` (that may wait for as long as it likes); :class:`StoreUnavailable`
-    when Redis fails."""
-    try:
-        return await call
-    except _failures() as exc:
-        raise StoreUnavailable(f"Redis failed: {exc!r}") from exc
 
 
 class RedisSessionStore:
@@ -189,7 +155,7 @@ class RedisBus:
                 if not started:
                     started = True
                     task_status.started()
-                await _unbounded(self._read(pubsub))
+                await unbounded(self._read(pubsub))
             except StoreUnavailable as exc:
                 logger.warning("the Redis bus lost its connection (%s); trying again", exc)
             finally:
@@ -199,7 +165,7 @@ class RedisBus:
                     anyio.move_on_after(self.timeout),
                     contextlib.suppress(StoreUnavailable),
                 ):
-                    await _unbounded(pubsub.aclose())
+                    await unbounded(pubsub.aclose())
             if not started:
                 started = True
                 task_status.started()
@@ -236,7 +202,7 @@ def redis_cluster(
     are kept in Redis (:class:`~.redis_events.RedisEventStore`, given the options
     ``events``: ``per_session``, ``per_session_bytes``, ``max_age_seconds``); every
     Redis call is bounded by ``timeout`` seconds."""
-    module = _redis()
+    module = redis_module()
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import ConnectionError as LostConnection
@@ -253,8 +219,6 @@ def redis_cluster(
     )
     # The bus's reading connection waits for messages for as long as there are none.
     reader = module.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)
-    from .redis_events import RedisEventStore
-
     return Cluster(
         RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl_seconds, timeout=timeout),
         RedisBus(reader, timeout=timeout),

@@ -89,6 +89,13 @@ def cluster_server(seen: dict[str, Any]) -> Server:
         return "touched"
 
     @server.tool()
+    async def announce(text: str, ctx: RequestContext) -> str:
+        """Send a log message about no request (it goes to the session's GET stream)."""
+        params = ctx.types.LoggingMessageNotificationParams(level="info", data=text)
+        await ctx.peer.notify(ctx.types.LoggingMessageNotification(params=params))
+        return "announced"
+
+    @server.tool()
     async def update(uri: str) -> str:
         """Announce that the resource ``uri`` changed."""
         await server.notify_resource_updated(uri)

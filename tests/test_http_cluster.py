@@ -518,3 +518,25 @@ async def test_a_copy_idle_on_its_worker_serves_again_and_none_is_left_running(
                 # Every copy of it ended: each worker runs one connection, the busy one's.
                 while any(len(app.server._connections) != 1 for app in running.apps):
                     await anyio.sleep(0.02)
+
+
+async def test_what_is_sent_for_the_get_stream_while_none_is_open_waits_for_the_next(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as ([a, b, c], http):
+        headers = await open_session(http, a, initialized=b)
+        for text in ("one", "two"):
+            sent = await http.post(
+                f"{a}/mcp", json=call("announce", {"text": text}), headers=headers
+            )
+            assert messages_of(sent)[-1]["result"]["content"][0]["text"] == "announced"
+        with anyio.fail_after(GUARD):
+            async with http.stream("GET", f"{c}/mcp", headers=headers) as stream:
+                messages = sse_messages(stream)
+                held = [await anext(messages), await anext(messages)]
+                assert [m["params"]["data"] for m in held] == ["one", "two"]
+                await http.post(
+                    f"{b}/mcp", json=call("announce", {"text": "live"}), headers=headers
+                )
+                assert (await anext(messages))["params"]["data"] == "live"
+        assert (await http.delete(f"{a}/mcp", headers=headers)).status_code == 200

@@ -1,6 +1,7 @@
 """The SSE events of shared sessions in Redis (:class:`RedisEventStore`): bounded in
 count, bytes and age per session, replayed by stream, unknown or malformed ids refused,
-gone once the session ends. Against a real ``redis-server`` (``nox -s cluster``)."""
+gone once the session ends; and the messages the bus holds for a GET stream not open.
+Against a real ``redis-server`` (``nox -s cluster``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import redis.asyncio
 
 from mcpspec.runtime.connection.http.redis_events import RedisEventStore
+from mcpspec.runtime.connection.http.redis_store import RedisBus
 from tests.cluster_kit import redis_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.cluster]
@@ -81,3 +83,16 @@ async def test_forget_drops_every_key_of_the_session(client: Any) -> None:
     await store.append("s", "w-1", b"x")
     await store.forget("s")
     assert await client.keys("mcpspec:*") == []
+
+
+async def test_the_bus_holds_messages_bounded_in_count_bytes_and_age(client: Any) -> None:
+    bus = RedisBus(client, held_messages=3, held_bytes=100, held_seconds=30)
+    for number in range(5):
+        await bus.hold("c", b"%d" % number)
+    assert 0 < await client.pttl("c:held") <= 30_000
+    assert await bus.take_held("c") == [b"2", b"3", b"4"]
+    assert await bus.take_held("c") == []
+    await bus.hold("c", b"x" * 60)
+    await bus.hold("c", b"y" * 60)  # over the byte bound: the older goes
+    assert await bus.take_held("c") == [b"y" * 60]
+    assert await client.keys("*") == []

@@ -9,6 +9,9 @@ client. What Redis holds:
   session's last request (every request sets the expiry again);
 * ``<prefix>events:<id>`` (and ``...:bytes``): the session's SSE events, for
   resumption on any worker (:mod:`.redis_events`: bounded in count, bytes and age);
+* ``<prefix>get:<id>:held`` (and ``...:bytes``): messages for the session's ``GET``
+  stream sent while no worker held one, for the next ``GET`` (at most 1,024 and 4 MiB,
+  expiring 10 minutes after the last);
 * nothing else: the messages between workers go over pub/sub (``<prefix>cluster`` and
   ``<prefix>get:<id>``), which keeps nothing.
 
@@ -96,18 +99,70 @@ class RedisSessionStore:
         await self.client.aclose()
 
 
+#: Hold one message for a channel: the oldest go past the count or byte bound; both
+#: keys expire with the age bound.
+_HOLD = """
+redis.call('RPUSH', KEYS[1], ARGV[1])
+local bytes = redis.call('INCRBY', KEYS[2], string.len(ARGV[1]))
+while redis.call('LLEN', KEYS[1]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[3]) do
+  local gone = redis.call('LPOP', KEYS[1])
+  if not gone then break end
+  bytes = redis.call('DECRBY', KEYS[2], string.len(gone))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return bytes
+"""
+
+#: Take every message held for a channel, at once.
+_TAKE = """
+local held = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1], KEYS[2])
+return held
+"""
+
+
 class RedisBus:
     """A :class:`~.session_bus.MessageBus` over Redis pub/sub: one connection per
     worker reads every channel it subscribed to (:meth:`run`); ``publish`` takes a
     connection of ``client``'s pool. When Redis goes away, :meth:`run` reconnects and
     subscribes again (what was published meanwhile is lost)."""
 
-    def __init__(self, client: Any, *, timeout: float = 2.0, retry_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        timeout: float = 2.0,
+        retry_seconds: float = 0.5,
+        held_messages: int = 1024,
+        held_bytes: int = 4 * 1024 * 1024,
+        held_seconds: float = 600.0,
+    ) -> None:
         self.client = client
         self.timeout = timeout
         self.retry_seconds = retry_seconds
+        self.held_messages = held_messages
+        self.held_bytes = held_bytes
+        self.held_seconds = held_seconds
         self._receivers: dict[str, list[Receiver]] = {}
         self._pubsub: Any = None
+        self._hold = client.register_script(_HOLD)
+        self._take = client.register_script(_TAKE)
+
+    @staticmethod
+    def held_keys(channel: str) -> list[str]:
+        """The keys of the messages held for ``channel`` and of their byte count."""
+        return [f"{channel}:held", f"{channel}:held:bytes"]
+
+    async def hold(self, channel: str, data: bytes) -> None:
+        args = [data, self.held_messages, self.held_bytes, max(1, int(self.held_seconds * 1000))]
+        keys = self.held_keys(channel)
+        await bounded_call(self.timeout, lambda: self._hold(keys=keys, args=args))
+
+    async def take_held(self, channel: str) -> list[bytes]:
+        keys = self.held_keys(channel)
+        held = await bounded_call(self.timeout, lambda: self._take(keys=keys))
+        return [bytes(data) for data in held]
 
     async def publish(self, channel: str, data: bytes) -> int:
         taken = await bounded_call(self.timeout, lambda: self.client.publish(channel, data))

@@ -1,11 +1,12 @@
 """How the workers sharing sessions tell each other things: :class:`MessageBus`.
 
 A message published on a channel reaches every receiver subscribed to that channel, in
-any worker, at most once (no receiver: it is lost, and ``publish`` says so by
-returning 0). The workers of a cluster use it for what cannot wait for the next
-request (:mod:`.shared_sessions`): messages for a ``GET`` stream held by another
-worker, a client's answer or cancellation that landed on a worker other than the one
-waiting for it, a session ended, a change announced.
+any worker, at most once (no receiver: it is lost, and ``publish`` says so by returning
+0; the sender may then ``hold`` it, bounded, for the channel's next receiver). The
+workers of a cluster use it for what cannot wait for the next request
+(:mod:`.shared_sessions`): messages for a ``GET`` stream held by another worker, a
+client's answer or cancellation that landed on a worker other than the one waiting for
+it, a session ended, a change announced.
 
 :class:`MemoryBus` joins the apps of one process (tests);
 :class:`~.redis_store.RedisBus` joins workers over Redis pub/sub.
@@ -13,6 +14,7 @@ waiting for it, a session ended, a change announced.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -48,12 +50,27 @@ class MessageBus(Protocol):
         receivers, until cancelled (started in the app's task group)."""
         ...
 
+    async def hold(self, channel: str, data: bytes) -> None:
+        """Keep ``data`` for the next receiver of ``channel`` (none took it), bounded:
+        past ``held_messages`` or ``held_bytes`` the oldest go; all go after
+        ``held_seconds`` without a new one."""
+        ...
+
+    async def take_held(self, channel: str) -> list[bytes]:
+        """The messages held for ``channel``, oldest first (none are kept after)."""
+        ...
+
 
 class MemoryBus:
-    """A :class:`MessageBus` in this process: each app joined to it is a worker."""
+    """A :class:`MessageBus` in this process: each app joined to it is a worker. It
+    holds at most ``held_messages`` messages and ``held_bytes`` bytes per channel (its
+    messages live as long as the process: the apps of a test)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, held_messages: int = 1024, held_bytes: int = 4 * 1024 * 1024) -> None:
         self._receivers: dict[str, list[Receiver]] = {}
+        self.held_messages = held_messages
+        self.held_bytes = held_bytes
+        self._held: dict[str, collections.deque[bytes]] = {}
 
     async def publish(self, channel: str, data: bytes) -> int:
         receivers = list(self._receivers.get(channel, ()))
@@ -74,3 +91,14 @@ class MemoryBus:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         task_status.started()
         await anyio.sleep_forever()
+
+    async def hold(self, channel: str, data: bytes) -> None:
+        held = self._held.setdefault(channel, collections.deque())
+        held.append(data)
+        while len(held) > self.held_messages or sum(map(len, held)) > self.held_bytes:
+            held.popleft()
+        if not held:
+            del self._held[channel]
+
+    async def take_held(self, channel: str) -> list[bytes]:
+        return list(self._held.pop(channel, ()))

@@ -13,8 +13,8 @@ What a worker cannot serve alone travels on the cluster's
 :class:`~.session_bus.MessageBus`:
 
 * a message about no request, for the session's ``GET`` stream, goes to the worker
-  holding that stream (channel ``<prefix>get:<session id>``): none holds it, and a
-  request is failed at once rather than left waiting, a notification is dropped;
+  holding that stream (channel ``<prefix>get:<session id>``); while none holds it, the
+  bus holds it (bounded) for the next ``GET``, as one worker queues it;
 * a client's answer to a request of the server, or its ``notifications/cancelled``,
   that no copy here waits for, goes to every worker (channel ``<prefix>cluster``), and
   the copy of *that session* waiting for it takes it: an answer naming another
@@ -183,18 +183,19 @@ class SharedSession(HandshakeSession):
             # delivers what is announced anywhere): sent from here too, it would
             # arrive twice.
             return
+        channel = self.shared.get_channel(self.id)
         try:
-            taken = await self.shared.bus.publish(self.shared.get_channel(self.id), data)
+            if not await self.shared.bus.publish(channel, data):
+                # No worker holds the GET stream: the next one opened takes it.
+                await self.shared.bus.hold(channel, data)
         except StoreUnavailable:
-            taken = 0
-        if not taken:
             if is_request(data):
                 raise RequestError.of(
                     ErrorCode.INTERNAL_ERROR,
-                    "no GET stream of this session is open on any worker to carry a "
-                    "request of the server",
-                )
-            logger.debug("session %s: no GET stream takes a notification", self.id[:8])
+                    "the session store did not answer: no GET stream can carry a request "
+                    "of the server",
+                ) from None
+            logger.warning("session %s: a notification for the GET stream is lost", self.id[:8])
 
     async def take_standalone(self, data: bytes) -> None:
         """A message another worker sent for this worker's ``GET`` stream."""
@@ -361,6 +362,7 @@ class SharedSessions:
         """End a session on every worker (``DELETE``)."""
         await self.store.delete(session_id)
         await self._tell(_Note("end", self.worker, session=session_id))
+        await self.bus.take_held(self.get_channel(session_id))
         if self.app.event_store is not None:
             await self.app.event_store.forget(session_id)
 
@@ -410,6 +412,10 @@ class SharedSessions:
         receiver = session.take_standalone
         try:
             await self.bus.subscribe(channel, receiver)
+            # What was sent while no worker held the stream (subscribed first: what is
+            # sent from now on comes live).
+            for data in await self.bus.take_held(channel):
+                await receiver(data)
         except StoreUnavailable:
             # Kept as wanted: the bus subscribes again once it is back.
             logger.warning("session %s: the GET stream waits for the bus", session.id[:8])

@@ -77,7 +77,7 @@ EDITABLE = ("--config-settings", "editable_mode=strict", "-e")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on an editable install, as a contributor has it (``nox -s dev``):
     runtime, sessions, connections, generated revisions, generator, checker."""
-    session.install(*EDITABLE, ".[codegen,check]", "mypy>=1.10", "types-jsonschema")
+    session.install(*EDITABLE, ".[codegen,check,redis]", "mypy>=1.10", "types-jsonschema")
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 

@@ -2,7 +2,8 @@
 (``tests/cluster_kit.py``) joined to the Redis at ``--redis``, under uvicorn at
 ``http://127.0.0.1:PORT/mcp``.
 
-Run: ``python cluster_worker.py --port PORT --redis URL``. Besides the cluster test
+Run: ``python cluster_worker.py --port PORT --redis URL`` (without ``--redis``: a worker
+alone, sessions in its memory, to compare with). Besides the cluster test
 server's tools: ``cancelled`` answers how many ``hold`` calls of this worker were
 cancelled, ``worker`` answers this worker's port.
 """
@@ -39,7 +40,8 @@ async def serve(port: int, redis_url: str) -> None:
         """This worker's port."""
         return str(port)
 
-    app = http_app(server, cluster=redis_cluster(redis_url, timeout=2.0))
+    cluster = redis_cluster(redis_url, timeout=2.0) if redis_url else None
+    app = http_app(server, cluster=cluster)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
     )
@@ -49,7 +51,7 @@ async def serve(port: int, redis_url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--redis", required=True)
+    parser.add_argument("--redis", default="", help="none: a worker alone, in memory")
     args = parser.parse_args()
     anyio.run(serve, args.port, args.redis)
 

@@ -110,9 +110,10 @@ def cluster_server(seen: dict[str, Any]) -> Server:
     return server
 
 
-def memory_clusters() -> Callable[[], Cluster]:
+def memory_clusters(max_sessions: int = 4096) -> Callable[[], Cluster]:
     """Clusters of apps of this process: every call gives the same one."""
-    cluster = Cluster(MemorySessionStore(), MemoryBus(), event_store=MemoryEventStore())
+    store = MemorySessionStore(max_sessions=max_sessions)
+    cluster = Cluster(store, MemoryBus(), event_store=MemoryEventStore())
     return lambda: cluster
 
 

@@ -45,15 +45,15 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def redis_clusters() -> AsyncIterator[Callable[[], Cluster]]:
+async def redis_clusters(max_sessions: int = 10_000) -> AsyncIterator[Callable[[], Cluster]]:
     async with redis_server() as url:
         # One cluster per worker, as in separate processes.
-        yield lambda: redis_cluster(url, timeout=2.0)
+        yield lambda: redis_cluster(url, timeout=2.0, max_sessions=max_sessions)
 
 
 @asynccontextmanager
-async def in_memory() -> AsyncIterator[Callable[[], Cluster]]:
-    yield memory_clusters()
+async def in_memory(max_sessions: int = 4096) -> AsyncIterator[Callable[[], Cluster]]:
+    yield memory_clusters(max_sessions)
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.cluster)])
@@ -68,10 +68,10 @@ def seen() -> dict[str, Any]:
 
 @asynccontextmanager
 async def cluster(
-    joined: Any, seen: dict[str, Any], count: int = 2, **settings: Any
+    joined: Any, seen: dict[str, Any], count: int = 2, max_sessions: int = 4096, **settings: Any
 ) -> AsyncIterator[tuple[Workers, httpx.AsyncClient]]:
     async with (
-        joined() as clusters,
+        joined(max_sessions) as clusters,
         workers(count, clusters, seen, **settings) as bases,
         httpx.AsyncClient(timeout=GUARD) as http,
     ):
@@ -540,3 +540,20 @@ async def test_what_is_sent_for_the_get_stream_while_none_is_open_waits_for_the_
                 )
                 assert (await anext(messages))["params"]["data"] == "live"
         assert (await http.delete(f"{a}/mcp", headers=headers)).status_code == 200
+
+
+async def test_past_the_stores_bound_the_least_recently_used_session_ends_everywhere(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, max_sessions=2) as ([a, b], http):
+        first = await open_session(http, a, initialized=b)
+        second = await open_session(http, b, initialized=a)
+        assert (await http.post(f"{b}/mcp", json=rpc("ping"), headers=first)).status_code == 200
+        # The second session is now the least recently used: the third ends it.
+        third = await open_session(http, a, initialized=b)
+        for base in (a, b):
+            gone = await http.post(f"{base}/mcp", json=rpc("ping"), headers=second)
+            assert gone.status_code == 404
+            for live in (first, third):
+                pong = await http.post(f"{base}/mcp", json=rpc("ping"), headers=live)
+                assert pong.status_code == 200

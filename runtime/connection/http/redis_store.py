@@ -7,6 +7,8 @@ client. What Redis holds:
 * ``<prefix>session:<id>``: one string per live session, its record as JSON (at most
   :data:`~.session_store.MAX_RECORD_BYTES`), expiring ``ttl_seconds`` after the
   session's last request (every request sets the expiry again);
+* ``<prefix>sessions``: the live sessions by last use (a sorted set): past
+  ``max_sessions`` the least recently used one ends, on every worker;
 * ``<prefix>events:<id>`` (and ``...:bytes``): the session's SSE events, for
   resumption on any worker (:mod:`.redis_events`: bounded in count, bytes and age);
 * ``<prefix>get:<id>:held`` (and ``...:bytes``): messages for the session's ``GET``
@@ -42,8 +44,44 @@ __all__ = ["RedisBus", "RedisSessionStore", "redis_cluster"]
 logger = logging.getLogger("mcpspec.http")
 
 
+#: Keep a new session's record, note it in the index (by last use, in microseconds:
+#: exact as a double until the year 2255), and end the least
+#: recently used sessions past the bound (those the index names whose records expired
+#: go first). Returns the ids of the sessions ended.
+_CREATE = """
+local now = redis.call('TIME')
+local us = tonumber(now[1]) * 1000000 + tonumber(now[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', us - tonumber(ARGV[2]) * 1000)
+redis.call('ZADD', KEYS[2], us, ARGV[3])
+local ended = {}
+while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) do
+  local oldest = redis.call('ZPOPMIN', KEYS[2])
+  redis.call('DEL', ARGV[5] .. oldest[1])
+  table.insert(ended, oldest[1])
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return ended
+"""
+
+#: Read a session's record; when there is one, its time to live starts over and the
+#: index notes its use.
+_LOAD = """
+local data = redis.call('GET', KEYS[1])
+if data then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[2], 'XX', tonumber(now[1]) * 1000000 + tonumber(now[2]), ARGV[2])
+end
+return data
+"""
+
+
 class RedisSessionStore:
-    """A :class:`~.session_store.SessionStore` in Redis (see the module)."""
+    """A :class:`~.session_store.SessionStore` in Redis (see the module): at most
+    ``max_sessions`` records (the least recently used session ends for a new one),
+    each living ``ttl_seconds`` after its last use. Its scripts name keys they are
+    not given: one Redis (not Redis Cluster) holds a cluster's sessions."""
 
     def __init__(
         self,
@@ -51,30 +89,37 @@ class RedisSessionStore:
         *,
         prefix: str = "mcpspec:",
         ttl_seconds: float = 3600.0,
+        max_sessions: int = 10_000,
         timeout: float = 2.0,
     ) -> None:
-        if ttl_seconds <= 0 or timeout <= 0:
-            raise ValueError("ttl_seconds and timeout must be positive")
+        if ttl_seconds <= 0 or timeout <= 0 or max_sessions < 1:
+            raise ValueError("ttl_seconds, max_sessions and timeout must be positive")
         self.client = client
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
+        self.max_sessions = max_sessions
         self.timeout = timeout
         self._ttl_ms = max(1, int(ttl_seconds * 1000))
+        #: The sorted set of live sessions, by last use.
+        self.index = f"{prefix}sessions"
+        self._create = client.register_script(_CREATE)
+        self._load = client.register_script(_LOAD)
 
     def key(self, session_id: str) -> str:
         """The key of a session's record."""
         return f"{self.prefix}session:{session_id}"
 
-    async def create(self, session_id: str, record: SessionRecord) -> None:
+    async def create(self, session_id: str, record: SessionRecord) -> list[str]:
         data = encode_bounded(record)
-        await bounded_call(
-            self.timeout, lambda: self.client.set(self.key(session_id), data, px=self._ttl_ms)
-        )
+        keys = [self.key(session_id), self.index]
+        args = [data, self._ttl_ms, session_id, self.max_sessions, self.key("")]
+        ended = await bounded_call(self.timeout, lambda: self._create(keys=keys, args=args))
+        return [_text(session) for session in ended]
 
     async def load(self, session_id: str) -> SessionRecord | None:
-        data = await bounded_call(
-            self.timeout, lambda: self.client.getex(self.key(session_id), px=self._ttl_ms)
-        )
+        keys = [self.key(session_id), self.index]
+        args = [self._ttl_ms, session_id]
+        data = await bounded_call(self.timeout, lambda: self._load(keys=keys, args=args))
         if data is None:
             return None
         try:
@@ -92,11 +137,21 @@ class RedisSessionStore:
         )
 
     async def delete(self, session_id: str) -> bool:
-        removed = await bounded_call(self.timeout, lambda: self.client.delete(self.key(session_id)))
+        async def both() -> Any:
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(self.key(session_id))
+                pipe.zrem(self.index, session_id)
+                return await pipe.execute()
+
+        removed, _ = await bounded_call(self.timeout, both)
         return bool(removed)
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 #: Hold one message for a channel: the oldest go past the count or byte bound; both
@@ -249,11 +304,13 @@ def redis_cluster(
     *,
     prefix: str = "mcpspec:",
     ttl_seconds: float = 3600.0,
+    max_sessions: int = 10_000,
     timeout: float = 2.0,
     events: dict[str, Any] | None = None,
 ) -> Cluster:
     """The :class:`~.shared_sessions.Cluster` of the workers sharing the Redis at
-    ``url``: sessions live ``ttl_seconds`` after their last request; their SSE events
+    ``url``: sessions live ``ttl_seconds`` after their last request, at most
+    ``max_sessions`` of them (the least recently used ends for a new one); their SSE events
     are kept in Redis (:class:`~.redis_events.RedisEventStore`, given the options
     ``events``: ``per_session``, ``per_session_bytes``, ``max_age_seconds``); every
     Redis call is bounded by ``timeout`` seconds."""
@@ -275,7 +332,13 @@ def redis_cluster(
     # The bus's reading connection waits for messages for as long as there are none.
     reader = module.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)
     return Cluster(
-        RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl_seconds, timeout=timeout),
+        RedisSessionStore(
+            client,
+            prefix=prefix,
+            ttl_seconds=ttl_seconds,
+            max_sessions=max_sessions,
+            timeout=timeout,
+        ),
         RedisBus(reader, timeout=timeout),
         prefix,
         RedisEventStore(client, prefix=prefix, timeout=timeout, **(events or {})),

@@ -11,7 +11,8 @@ request is 404.
 
 :class:`MemorySessionStore` keeps records in this process (for tests, and for several
 apps in one process); :class:`~.redis_store.RedisSessionStore` keeps them in Redis.
-Both bound what they keep, in bytes per record and in time (a record lives
+Both bound what they keep: in bytes per record, in count (the least recently used
+session ends for a new one, on every worker) and in time (a record lives
 ``ttl_seconds`` after its session was last used).
 """
 
@@ -81,8 +82,9 @@ class SessionStore(Protocol):
     #: How long a record lives after its session was last used (seconds).
     ttl_seconds: float
 
-    async def create(self, session_id: str, record: SessionRecord) -> None:
-        """Keep the record of a new session."""
+    async def create(self, session_id: str, record: SessionRecord) -> list[str]:
+        """Keep the record of a new session; the ids of the sessions ended to make
+        room for it (the store keeps a bounded number)."""
         ...
 
     async def load(self, session_id: str) -> SessionRecord | None:
@@ -119,11 +121,13 @@ class MemorySessionStore:
     def __len__(self) -> int:
         return len(self._records)
 
-    async def create(self, session_id: str, record: SessionRecord) -> None:
+    async def create(self, session_id: str, record: SessionRecord) -> list[str]:
         data = encode_bounded(record)
+        ended = []
         while len(self._records) >= self.max_sessions:
-            self._records.popitem(last=False)
+            ended.append(self._records.popitem(last=False)[0])
         self._records[session_id] = (data, time.monotonic() + self.ttl_seconds)
+        return ended
 
     async def load(self, session_id: str) -> SessionRecord | None:
         kept = self._records.get(session_id)

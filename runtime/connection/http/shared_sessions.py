@@ -260,7 +260,12 @@ class SharedSessions:
         connection.session.number_requests_from(_first_request_id())
         record = SessionRecord(revision=revision, client=initialize.params)
         try:
-            await self.store.create(session.id, record)
+            ended = await self.store.create(session.id, record)
+            for other in ended:
+                # Ended to make room: on every worker, its events with it.
+                await self._tell(_Note("end", self.worker, session=other))
+                if self.app.event_store is not None:
+                    await self.app.event_store.forget(other)
         except ValueError as exc:
             return _error(initialize.id, int(ErrorCode.INVALID_REQUEST), str(exc))
         except StoreUnavailable:

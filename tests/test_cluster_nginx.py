@@ -10,6 +10,7 @@ every failure typed, Redis left holding live sessions' keys only)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -150,6 +151,21 @@ async def test_the_official_sdk_client_through_nginx(stack: ClusterStack, mode: 
             for _ in range(3):
                 asked = await client.call_tool("ask", {})
                 assert asked.content[0].text == "hello Ada"
+            # Cancel: the worker running the call hears of it.
+            before = await cancels(stack)
+            started = anyio.Event()
+
+            async def hold_started(value: float, total: float | None, message: str | None) -> None:
+                started.set()
+
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(
+                    lambda: client.call_tool("hold", {}, progress_callback=hold_started)
+                )
+                await started.wait()
+                task_group.cancel_scope.cancel()
+            while await cancels(stack) != before + 1:
+                await anyio.sleep(0.05)
             if mode == "legacy":
                 assert client.protocol_version == "2025-11-25"
                 for _ in range(3):
@@ -228,9 +244,51 @@ async def test_a_stream_resumes_after_its_worker_is_killed(stack: ClusterStack) 
                 await stack.start_worker(index)
 
 
-#: Load: clients per era and calls per client.
-LOAD_CLIENTS = 5
-LOAD_CALLS = 100
+async def test_the_mcpspec_client_when_the_worker_of_its_call_is_killed(
+    stack: ClusterStack,
+) -> None:
+    reports: list[tuple[float, str | None]] = []
+    third = anyio.Event()
+
+    def on_progress(params: Any) -> None:
+        reports.append((params.progress, params.message))
+        if len(reports) == 3:
+            third.set()
+
+    with anyio.fail_after(GUARD):
+        async with Client.http(stack.url, mode="2025-11-25") as client:
+            index = -1
+            try:
+                async with anyio.create_task_group() as task_group:
+
+                    async def kill_its_worker() -> None:
+                        nonlocal index
+                        await third.wait()
+                        index = stack.ports.index(int(str(reports[0][1])))
+                        stack.kill_worker(index)
+
+                    task_group.start_soon(kill_its_worker)
+                    # Its worker dies: the client resumes the stream on another worker
+                    # (no event twice), which has nothing more: the call fails with a
+                    # typed error, in its bound.
+                    failures = (client_errors.RequestTimeout, client_errors.RequestError)
+                    with pytest.raises(failures):
+                        await client.call_tool(
+                            "report_then_hold", {"count": 3}, progress=on_progress, timeout=5
+                        )
+                assert [done for done, _ in reports] == [1, 2, 3]
+                # The session lives on, served by the other workers.
+                for _ in range(3):
+                    assert (await client.call_tool("echo", {"text": "on"})).content[0].text == "on"
+            finally:
+                if index >= 0:
+                    await stack.start_worker(index)
+
+
+#: Load: clients per era and calls per client (``MCPSPEC_CLUSTER_LOAD=CLIENTSxCALLS``).
+LOAD_CLIENTS, LOAD_CALLS = (
+    int(part) for part in os.environ.get("MCPSPEC_CLUSTER_LOAD", "5x100").split("x")
+)
 
 
 async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStack) -> None:

@@ -3,9 +3,11 @@ processes under uvicorn and ``nginx`` in front of them, round-robin with no affi
 Through it, the mcpspec client in every handshake revision and in 2026-07-28, and the
 official SDK client (``mcp==2.3.0``): list, call with progress, the client's answers
 landing on other workers, cancel, the ``GET`` stream's notifications announced
-elsewhere, ``listen`` across workers; a stream resumed after its worker was killed; and
-a load run with a worker killed and restarted midway (no answer lost or misrouted,
-every failure typed, Redis left holding live sessions' keys only)."""
+elsewhere, ``listen`` across workers; a stream resumed after its worker was killed (by
+hand, and by the mcpspec client); load runs with a worker killed and restarted midway
+(no answer lost or misrouted, every failure typed, Redis left holding live sessions'
+keys only) and with Redis stopped and restarted midway (every failure typed, every
+client served again once it is back)."""
 
 from __future__ import annotations
 
@@ -344,3 +346,75 @@ async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStac
             assert key == "mcpspec:sessions" or key.split(":")[2] in live, key
     finally:
         await connection.aclose()
+
+
+async def test_load_with_redis_stopped_and_restarted_midway(stack: ClusterStack) -> None:
+    calls = 60
+    answered = 0
+    failures: list[BaseException] = []
+    halfway = anyio.Event()
+    back = anyio.Event()
+    last_ok: list[bool] = []
+
+    async def run_client(mode: str, number: int) -> None:
+        nonlocal answered
+        call = 0
+        retried = False
+        while call < calls:
+            # A session lost with Redis's data, and not renewed while Redis was down,
+            # ends the client's connection: the caller connects again, as a user would.
+            async with Client.http(stack.url, mode=mode) as client:
+                while call < calls:
+                    if call == calls - 1:
+                        await back.wait()  # the last call once Redis is back
+                    text = f"{mode}/{number}/{call}"
+                    call += 1
+                    try:
+                        result = await client.call_tool("echo", {"text": text}, timeout=20)
+                    except (
+                        client_errors.RequestError,
+                        client_errors.ConnectionClosed,
+                        client_errors.RequestTimeout,
+                    ) as exc:
+                        failures.append(exc)
+                        ended = "Session expired" in str(exc) or isinstance(
+                            exc, client_errors.ConnectionClosed
+                        )
+                        if call == calls:
+                            if ended and not retried:
+                                # Renewals failed while Redis was down (the client
+                                # stops trying after a few): once more, connected anew.
+                                retried = True
+                                call -= 1
+                            else:
+                                last_ok.append(False)
+                        if ended:
+                            break
+                        continue
+                    assert result.content[0].text == text
+                    answered += 1
+                    if call == calls:
+                        last_ok.append(True)
+                    if answered + len(failures) >= calls * LOAD_CLIENTS:
+                        halfway.set()
+
+    async def stop_and_restart() -> None:
+        await halfway.wait()
+        stack.redis.stop()
+        await anyio.sleep(1)
+        await stack.redis.start()
+        await anyio.sleep(1)  # the workers reconnect
+        back.set()
+
+    with anyio.fail_after(240):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(stop_and_restart)
+            for number in range(LOAD_CLIENTS):
+                task_group.start_soon(run_client, "2025-11-25", number)
+                task_group.start_soon(run_client, "2026-07-28", number)
+    # Every call answered, its own answer, or failed with a typed error (a last call
+    # may have been tried twice).
+    assert answered + len(failures) >= 2 * LOAD_CLIENTS * calls
+    # Once Redis was back, every client's last call
+    # was answered (the handshake-era ones in new sessions: Redis restarted empty).
+    assert last_ok == [True] * (2 * LOAD_CLIENTS)

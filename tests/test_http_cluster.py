@@ -255,7 +255,9 @@ async def test_a_client_cannot_answer_the_requests_of_another_session(
                     "result": {"action": "accept", "content": {"name": "Mallory"}},
                 }
                 for base in (a, b):
-                    await http.post(f"{base}/mcp", json=forged, headers=intruder)
+                    refused = await http.post(f"{base}/mcp", json=forged, headers=intruder)
+                    assert refused.status_code == 400
+                    assert refused.json()["error"]["data"]["rule"] == "unknown-response-id"
                 honest = {**forged, "result": {"action": "accept", "content": {"name": "Ada"}}}
                 assert (await http.post(f"{b}/mcp", json=honest, headers=victim)).status_code == 202
                 result = await anext(messages)

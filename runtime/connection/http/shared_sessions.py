@@ -17,8 +17,9 @@ What a worker cannot serve alone travels on the cluster's
   bus holds it (bounded) for the next ``GET``, as one worker queues it;
 * a client's answer to a request of the server, or its ``notifications/cancelled``,
   that no copy here waits for, goes to every worker (channel ``<prefix>cluster``), and
-  the copy of *that session* waiting for it takes it: an answer naming another
-  session's request reaches nothing;
+  the copy of *that session* waiting for it takes it and says so (channel
+  ``<prefix>ack:<worker>``): an answer naming another session's request is taken by
+  none, and refused as on one worker (400, ``unknown-response-id``);
 * ``DELETE`` ends the copies of every worker; a change announced (``notify_*``) is
   delivered by every worker to its own clients (a ``GET`` stream's copy delivers to
   it; the other copies of the session do not, so it arrives once).
@@ -94,10 +95,12 @@ class Cluster:
 
 
 class _Note(msgspec.Struct, omit_defaults=True):
-    """One message between workers on the cluster channel."""
+    """One message between workers on the cluster channel (``nonce``: the sender
+    waits for the worker that takes it to say so, on the sender's channel)."""
 
     kind: str
     worker: str
+    nonce: str = ""
     session: str = ""
     data: str = ""
     method: str = ""
@@ -149,6 +152,11 @@ def _first_request_id() -> int:
     """Where a copy of a session starts numbering its requests: a random place among
     2**31, each a range of 2**21 ids (JSON numbers stay exact below 2**53)."""
     return (secrets.randbits(31) << 21) + 1
+
+
+#: How long a worker waits for another to take a client's answer (seconds); none did:
+#: the POST is answered as on one worker (an answer to no request is refused).
+ACK_SECONDS: Final = 1.0
 
 
 class SharedSession(HandshakeSession):
@@ -215,6 +223,9 @@ class SharedSessions:
         self._channel = f"{cluster.prefix}cluster"
         #: Copies being made, by session id: a second request waits for the first.
         self._copying: dict[str, anyio.Event] = {}
+        #: The client's answers sent to other workers, waiting to be taken.
+        self._acks: dict[str, anyio.Event] = {}
+        self._ack_channel = f"{cluster.prefix}ack:{self.worker}"
         self._tasks: anyio.abc.TaskGroup | None = None
 
     def get_channel(self, session_id: str) -> str:
@@ -227,6 +238,7 @@ class SharedSessions:
         self._tasks = task_group
         await task_group.start(self.bus.run)
         await self.bus.subscribe(self._channel, self._on_note)
+        await self.bus.subscribe(self._ack_channel, self._on_ack)
         self.app.server.change_relay = self._relay_change
 
     async def stop(self) -> None:
@@ -236,6 +248,7 @@ class SharedSessions:
         self._tasks = None
         with contextlib.suppress(StoreUnavailable):
             await self.bus.unsubscribe(self._channel, self._on_note)
+            await self.bus.unsubscribe(self._ack_channel, self._on_ack)
 
     # -- sessions -----------------------------------------------------------------------------
     def new_session(self, session_id: str) -> SharedSession:
@@ -379,8 +392,8 @@ class SharedSessions:
     # -- routing ------------------------------------------------------------------------------
     async def forward(self, session: HandshakeSession, body: bytes, peek: BodyPeek) -> bool:
         """Send the client's answer or cancellation ``body`` to the worker that waits
-        for it, when no copy here does; whether it was sent (then the POST is
-        accepted: 202)."""
+        for it, when no copy here does; whether one took it (then the POST is
+        accepted: 202; else it is fed here, and refused as on one worker)."""
         if peek.batch or session.peer is None:
             return False
         core = session.peer.session
@@ -401,10 +414,24 @@ class SharedSessions:
                 return False
         else:
             return False
-        await self._tell(
-            _Note("feed", self.worker, session=session.id, data=body.decode("utf-8", "replace"))
-        )
-        return True
+        data = body.decode("utf-8", "replace")
+        if peek.method is not None:
+            # A notification: on one worker, one that nothing waits for is taken as
+            # said (202) too.
+            await self._tell(_Note("feed", self.worker, session=session.id, data=data))
+            return True
+        # The worker that waits for it says so: else nothing does (an answer to no
+        # request of this session: fed here, it is refused as on one worker).
+        nonce = secrets.token_hex(8)
+        self._acks[nonce] = taken = anyio.Event()
+        try:
+            note = _Note("feed", self.worker, session=session.id, data=data, nonce=nonce)
+            await self._tell(note)
+            with anyio.move_on_after(ACK_SECONDS):
+                await taken.wait()
+        finally:
+            del self._acks[nonce]
+        return taken.is_set()
 
     @contextlib.asynccontextmanager
     async def relaying(self, session: HandshakeSession) -> AsyncIterator[None]:
@@ -464,6 +491,20 @@ class SharedSessions:
             message = note.data.encode()
             if _waits_for(session, message):
                 task_group.start_soon(session.peer.feed, message)
+                if note.nonce:
+                    channel = f"{self.prefix}ack:{note.worker}"
+                    task_group.start_soon(self._acknowledge, channel, note.nonce)
+
+    async def _acknowledge(self, channel: str, nonce: str) -> None:
+        try:
+            await self.bus.publish(channel, nonce.encode())
+        except StoreUnavailable:
+            logger.warning("an answer taken could not be acknowledged")
+
+    async def _on_ack(self, data: bytes) -> None:
+        taken = self._acks.get(data.decode("ascii", "replace"))
+        if taken is not None:
+            taken.set()
 
 
 def _waits_for(session: HandshakeSession, message: bytes) -> bool:

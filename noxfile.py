@@ -22,9 +22,10 @@ nox.options.reuse_existing_virtualenvs = True
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (pytest with Hypothesis), but for the tests against real peers,
-    which ``nox -s interop`` runs with the peers installed."""
-    session.install(".[test]")
-    session.run("pytest", "-m", "not interop", *session.posargs)
+    which ``nox -s interop`` runs with the peers installed, and those needing Redis
+    and nginx, which ``nox -s cluster`` runs."""
+    session.install(".[test,redis]")
+    session.run("pytest", "-m", "not interop and not cluster", *session.posargs)
 
 
 #: The msgspec versions the package is tested with: the newest patch release of each
@@ -76,7 +77,9 @@ EDITABLE = ("--config-settings", "editable_mode=strict", "-e")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on an editable install, as a contributor has it (``nox -s dev``):
     runtime, sessions, connections, generated revisions, generator, checker."""
-    session.install(*EDITABLE, ".[codegen,check,templates,auth]", "mypy>=1.10", "types-jsonschema")
+    session.install(
+        *EDITABLE, ".[codegen,check,templates,auth,redis]", "mypy>=1.10", "types-jsonschema"
+    )
     session.run("mypy", "--strict", "-p", "mcpspec")
 
 
@@ -142,6 +145,37 @@ def load(session: nox.Session) -> None:
         *session.posargs,
         env={"MCPSPEC_HTTP_LOAD_CALLS": "1000"},
     )
+
+
+#: The system packages ``nox -s cluster`` runs (Debian's), by the program each gives.
+CLUSTER_PROGRAMS = {"redis-server": "redis-server", "nginx": "nginx"}
+
+
+@nox.session
+def cluster(session: nox.Session) -> None:
+    """Several workers sharing sessions (``pytest -m cluster``): Debian's redis-server and
+    nginx (installed with apt-get when missing), three uvicorn worker processes behind
+    nginx round-robin, the mcpspec client in every era and the official SDK client
+    through it, a worker killed mid-stream and under load; and the Redis-backed stores
+    against a real redis-server."""
+    missing = [
+        package
+        for program, package in CLUSTER_PROGRAMS.items()
+        if shutil.which(program) is None
+        and shutil.which(program, path="/usr/sbin:/usr/local/sbin") is None
+    ]
+    if missing:
+        sudo = [] if _is_root() else ["sudo"]
+        session.run(*sudo, "apt-get", "update", "-q", external=True)
+        session.run(*sudo, "apt-get", "install", "-y", "-q", *missing, external=True)
+    session.install(".[test,redis]", "mcp==2.3.0")
+    session.run("pytest", "-m", "cluster", "-p", "no:cacheprovider", *session.posargs)
+
+
+def _is_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @nox.session

@@ -358,6 +358,40 @@ async def test_a_transport_failure_fails_negotiation_instead_of_hanging() -> Non
 # -- SSE answers ------------------------------------------------------------------------------
 
 
+async def test_a_response_stream_cut_short_resumes_with_last_event_id() -> None:
+    # The connection breaks mid-stream (the server, or the worker behind a balancer,
+    # died): the events read are kept, and the rest comes from the resumed stream.
+    async def cut_short(first: bytes) -> AsyncIterator[bytes]:
+        yield first
+        raise RuntimeError("the worker died")
+
+    async def handle(seen: Seen) -> Response | None:
+        if seen.rpc == "tools/call":
+            token = seen.body["params"]["_meta"]["progressToken"]
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 2},
+            }
+            first = sse_message(progress, "w1-1.1").encode()
+            return StreamingResponse(cut_short(first), media_type="text/event-stream")
+        if seen.method == "GET" and seen.headers.get("last-event-id") == "w1-1.1":
+            (call,) = scripted.posted("tools/call")
+            body = sse_message(tool_text(call.body, "resumed elsewhere"), "w1-1.2")
+            return Response(body.encode(), media_type="text/event-stream")
+        return None
+
+    scripted = Scripted(handle)
+    async with (
+        serving(scripted.app()) as base,
+        Client.http(f"{base}/mcp", mode="2025-11-25") as client,
+    ):
+        seen: list[Any] = []
+        answer = await client.call_tool("echo", {"text": "x"}, progress=seen.append)
+        assert answer.text == "resumed elsewhere"
+        assert [event.progress for event in seen] == [1]
+
+
 async def test_an_sse_answer_with_notifications_first() -> None:
     async def handle(seen: Seen) -> Response | None:
         if seen.rpc == "tools/call":

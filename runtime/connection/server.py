@@ -174,6 +174,9 @@ class Server(DeclaredFeatures):
         self.list_changed = list_changed
         self.subscribe = subscribe
         self._connections: set[ServerConnection] = set()
+        #: Where the changes announced here go besides this process's clients (the
+        #: other workers of a cluster; set by the HTTP app that shares its sessions).
+        self.change_relay: Callable[[str, str | None], Awaitable[None]] | None = None
         self.limits = limits if limits is not None else DEFAULT_LIMITS
         self._handlers: dict[str, RequestHandlerFn] = {}
         self._notification_handlers: dict[str, NotificationHandlerFn] = {}
@@ -426,6 +429,13 @@ class Server(DeclaredFeatures):
         await self._deliver("notifications/resources/updated", uri)
 
     async def _deliver(self, method: str, uri: str | None = None) -> None:
+        await self.deliver_here(method, uri)
+        if self.change_relay is not None:
+            await self.change_relay(method, uri)
+
+    async def deliver_here(self, method: str, uri: str | None = None) -> None:
+        """Send the change ``method`` (about ``uri``) to the clients connected to this
+        process (what another worker announced and relayed here)."""
         for connection in list(self._connections):
             if connection.feed is not None:
                 await connection.feed.deliver(method, uri)

@@ -237,6 +237,12 @@ class Session:
         """A request id not outstanding (a counter from 1)."""
         return self._pending.next_id()
 
+    def number_requests_from(self, start: int) -> None:
+        """Number this side's next requests from ``start`` on (not below the last one
+        given): copies of one session on several workers each take a range of their
+        own, so that their requests never share an id."""
+        self._pending.counter = max(self._pending.counter, start - 1)
+
     def close(self) -> None:
         """Close the session: nothing more is sent or received."""
         self._life.fire(Trigger.CLOSE)

@@ -57,6 +57,7 @@ from .security import (
 )
 from .sessions import SessionTable
 from .settings import HttpSettings
+from .shared_sessions import SharedSessions
 from .stateless import StatelessEndpoint
 from .wire import (
     EVENT_STREAM,
@@ -98,14 +99,19 @@ class HttpApp:
             if settings.max_body_bytes is not None
             else server.limits.max_message_bytes
         )
+        shared_events = settings.cluster.event_store if settings.cluster else None
         self.event_store = (
-            (settings.event_store or MemoryEventStore()) if settings.resumable else None
+            (settings.event_store or shared_events or MemoryEventStore())
+            if settings.resumable
+            else None
         )
         self.sessions = SessionTable(
             settings.max_sessions,
             settings.session_idle_seconds,
             settings.auth.max_total_sessions if settings.auth is not None else None,
         )
+        #: The sessions shared with the other workers of a cluster (``None``: alone).
+        self.shared = SharedSessions(self, settings.cluster) if settings.cluster else None
         self.stateless = StatelessEndpoint(self)
         self.handshake = HandshakeEndpoint(self)
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -140,11 +146,16 @@ class HttpApp:
         it ends every session."""
         async with self.server.running(), anyio.create_task_group() as task_group:
             self._task_group = task_group
+            if self.shared is not None:
+                await self.shared.start(task_group)
             try:
                 yield self
             finally:
+                # Only this worker's copies end: a shared session lives on elsewhere.
                 for session in self.sessions.all():
                     await session.end()
+                if self.shared is not None:
+                    await self.shared.stop()
                 self._task_group = None
                 task_group.cancel_scope.cancel()
 

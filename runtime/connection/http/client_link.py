@@ -654,13 +654,20 @@ class ClientLink:
 
     async def deliver_answer(self, response: httpx.Response, post: Post) -> SseDecoder | None:
         """Deliver what ``response`` (of a status below 400) answers ``post`` with: a
-        JSON body, or the events of an SSE one. When an SSE stream ended before the
-        answer, its decoder (to resume it from); else ``None``."""
+        JSON body, or the events of an SSE one. When an SSE stream ended, or broke after
+        an event id, before the answer: its decoder (to resume it from); else ``None``."""
         status = response.status_code
         media = media_type(response)
         if media == "text/event-stream":
             decoder = SseDecoder(self.limit)
-            await self.read_events(response, decoder, post)
+            try:
+                await self.read_events(response, decoder, post)
+            except self.library.error:
+                # Cut short (the server, or the worker behind a balancer, went away):
+                # resumed from its last event id like a stream that ended, when it
+                # gave one.
+                if post.answered or decoder.last_event_id is None:
+                    raise
             return None if post.answered else decoder
         if media == "application/json":
             body = await self.read_body(response)

@@ -31,6 +31,7 @@ from ..principal import current_principal
 from .asgi import Send, respond, start_response
 from .routing import Channel, ChannelTerms, PostStream, is_request, request_keys
 from .security import Refusal, check_accept
+from .session_store import StoreUnavailable
 from .sessions import HandshakeSession, new_id
 from .sse import KEEPALIVE, SSE_HEADERS, encode_event
 from .wire import (
@@ -46,7 +47,13 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
+    from ..server import ServerConnection
     from .app import HttpApp
+
+#: The answer to a request when the cluster's store does not answer in time.
+UNAVAILABLE = Refusal(
+    503, "Service Unavailable: the session store did not answer", {"retry-after": "1"}
+)
 
 __all__ = ["HandshakeEndpoint"]
 
@@ -110,6 +117,8 @@ class HandshakeEndpoint:
             if not initialize:
                 return bad_request(send, "Bad Request: Missing session ID", code=-32000)
             return self._initialize(body, send)
+        if self.app.shared is not None:
+            return self._post_shared(session_id, body, peek, version, initialize, send)
         session = self.app.sessions.get(session_id, _owner())
         if session is None:
             return self._session_not_found(session_id, send)
@@ -119,6 +128,47 @@ class HandshakeEndpoint:
             return bad_request(send, "MCP-Protocol-Version is required")
         carried = peek.id if peek.method is not None else None
         return self._feed_session(session, body, send, {}, not peek.batch, carried)
+
+    async def _post_shared(
+        self,
+        session_id: str,
+        body: bytes,
+        peek: BodyPeek,
+        version: str | None,
+        initialize: bool,
+        send: Send,
+    ) -> None:
+        """A POST of a session shared by the workers of a cluster (:mod:`.shared_sessions`)."""
+        shared = self.app.shared
+        assert shared is not None
+        try:
+            session = await shared.find(self, session_id, _owner())
+            if session is not None and not initialize and await shared.forward(session, body, peek):
+                await respond(send, 202)
+                return
+        except StoreUnavailable:
+            await refuse(send, UNAVAILABLE)
+            return
+        if session is None:
+            await respond(send, 404, error_body(-32001, "Session not found"), content_type=JSON)
+            return
+        if initialize:
+            await bad_request(send, "the session is initialized already")
+            return
+        if version is None and self.app.settings.require_protocol_version:
+            await bad_request(send, "MCP-Protocol-Version is required")
+            return
+
+        async def keep(answer: HandedBack | None) -> bool:
+            # What the request set is written back before it is answered.
+            try:
+                await shared.keep(session)
+            except StoreUnavailable:
+                logger.warning("session %s: what the client set is not shared", session.id[:8])
+            return True
+
+        carried = peek.id if peek.method is not None else None
+        await self._feed_session(session, body, send, {}, not peek.batch, carried, keep)
 
     async def _session_not_found(self, session_id: str, send: Send) -> None:
         """404 for a session id not kept, or another principal's (one kept but idle
@@ -199,13 +249,14 @@ class HandshakeEndpoint:
         headers: dict[str, str],
         inline: bool,
         carried: RequestId | None = None,
-        admit: Callable[[HandedBack | None], Awaitable[bool]] | None = None,
+        admit: Callable[[HandedBack | None], Awaitable[bool | HandedBack]] | None = None,
     ) -> None:
         """Feed a POST's body to ``session`` with the POST as the route of what is about
         its requests (until it ends); ``inline``: the body is one message (``carried``:
         its request's id), not a batch. ``admit`` (``initialize``) sees the
-        handed-back answer before it is sent and says whether the session is kept; a
-        session not kept ends once the response is over."""
+        handed-back answer before it is sent and says whether the session is kept (or
+        gives the answer to send instead, the session not kept); a session not kept
+        ends once the response is over."""
         peer = session.peer
         assert peer is not None
         channel = self._channel(send, session, headers, carried)
@@ -227,7 +278,10 @@ class HandshakeEndpoint:
                 channel.open()
                 events = await peer.feed(body)
             if admit is not None:
-                admitted = await admit(answer)
+                verdict = await admit(answer)
+                admitted = verdict is True
+                if isinstance(verdict, HandedBack):
+                    answer = verdict
             if answer is not None:
                 await channel.answer(*answer)
             await _cancel_members(stream, events)
@@ -258,11 +312,16 @@ class HandshakeEndpoint:
             await refuse(send, Refusal(503, "Service Unavailable: too many sessions"))
             return
         session_id = new_id()
-        session = HandshakeSession(
-            session_id,
-            queue_limit=self.app.settings.max_queued_messages,
-            event_store=self.app.event_store,
-            owner=owner,
+        shared = self.app.shared
+        session = (
+            HandshakeSession(
+                session_id,
+                queue_limit=self.app.settings.max_queued_messages,
+                event_store=self.app.event_store,
+                owner=owner,
+            )
+            if shared is None
+            else shared.new_session(session_id, owner)
         )
         task_group = await self.app.tasks()
         await task_group.start(self._run_session, session)
@@ -270,9 +329,13 @@ class HandshakeEndpoint:
         # refused one must not take (or free by eviction) a place of the table.
         headers: dict[str, str] = {}
 
-        async def admit(answer: HandedBack | None) -> bool:
+        async def admit(answer: HandedBack | None) -> bool | HandedBack:
             if answer is None or answer.error_code is not None:
                 return False
+            if shared is not None:
+                refused = await shared.admit(session, body, answer)
+                if refused is not None:
+                    return refused
             headers["mcp-session-id"] = session_id
             for evicted in self.app.sessions.add(session):
                 logger.info("session %s ended to make room", evicted.id[:8])
@@ -283,9 +346,14 @@ class HandshakeEndpoint:
         await self._feed_session(session, body, send, headers, True, admit=admit)
 
     async def _run_session(
-        self, session: HandshakeSession, *, task_status: anyio.abc.TaskStatus[None]
+        self,
+        session: HandshakeSession,
+        *,
+        prime: Callable[[ServerConnection], None] | None = None,
+        task_status: anyio.abc.TaskStatus[None],
     ) -> None:
-        """Run the session's connection in the app's task group until it ends."""
+        """Run the session's connection in the app's task group until it ends
+        (``prime``: what its connection is given first, a copy of a shared session)."""
         try:
             # Buffered: an announcer (another client's handler) only queues; the
             # session's own task sends, and only it waits on a client that does not
@@ -299,6 +367,8 @@ class HandshakeEndpoint:
             ) as connection:
                 session.peer = connection.peer
                 session.connection = connection
+                if prime is not None:
+                    prime(connection)
                 task_status.started()
                 await connection.wait_closed()
         finally:
@@ -306,8 +376,9 @@ class HandshakeEndpoint:
             session.ended.set()
             with anyio.CancelScope(shield=True):
                 await session.close_streams()
-            self.app.sessions.remove(session.id)
-            if self.app.event_store is not None:
+            self.app.sessions.remove(session.id, only=session)
+            # A shared session's events outlive this worker's copy (the cluster ends them).
+            if self.app.event_store is not None and self.app.shared is None:
                 with anyio.CancelScope(shield=True):
                     await self.app.event_store.forget(session.id)
 
@@ -369,7 +440,7 @@ class HandshakeEndpoint:
         if refusal is not None:
             await refuse(send, refusal)
             return
-        session, refusal = self._session_of(headers)
+        session, refusal = await self._find(headers)
         if refusal is not None or session is None:
             await refuse(send, refusal or Refusal(400, "Bad Request"))
             return
@@ -382,14 +453,43 @@ class HandshakeEndpoint:
             return
         session.listening = True
         try:
-            await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
-            await self._standalone(session, send)
+            await self._standalone(session, send, start=True)
         except OSError:
             pass
         finally:
             session.listening = False
 
-    async def _standalone(self, session: HandshakeSession, send: Send) -> None:
+    async def _find(
+        self, headers: dict[str, str]
+    ) -> tuple[HandshakeSession | None, Refusal | None]:
+        """The session a GET or DELETE names (shared: found, or copied, through the
+        cluster's store)."""
+        shared = self.app.shared
+        session_id = headers.get(SESSION_HEADER)
+        if shared is None or session_id is None:
+            return self._session_of(headers)
+        try:
+            session = await shared.find(self, session_id, _owner())
+        except StoreUnavailable:
+            return None, UNAVAILABLE
+        return session, None if session is not None else Refusal(404, "Session not found")
+
+    async def _standalone(
+        self, session: HandshakeSession, send: Send, *, start: bool = False
+    ) -> None:
+        """Serve the standalone stream (``start``: its response is not started yet);
+        shared, it takes what the other workers send it from before it starts."""
+        if self.app.shared is not None:
+            async with self.app.shared.relaying(session):
+                if start:
+                    await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+                await self._standalone_stream(session, send)
+            return
+        if start:
+            await start_response(send, 200, EVENT_STREAM, SSE_HEADERS)
+        await self._standalone_stream(session, send)
+
+    async def _standalone_stream(self, session: HandshakeSession, send: Send) -> None:
         keepalive = self.app.settings.keepalive_seconds
         while not session.closing:
             data = await session.next_standalone(keepalive)
@@ -425,7 +525,7 @@ class HandshakeEndpoint:
                 return
             if not await self._replay(session, last_event_id, send):
                 return
-            if stream_id == session.standalone_id and not session.listening:
+            if session.is_standalone(stream_id) and not session.listening:
                 session.listening = True
                 try:
                     await self._standalone(session, send)
@@ -471,10 +571,16 @@ class HandshakeEndpoint:
         if version is not None and version not in self.app.handshake_revisions:
             await self._unsupported_version(version, send)
             return
-        session, refusal = self._session_of(headers)
+        session, refusal = await self._find(headers)
         if refusal is not None or session is None:
             await refuse(send, refusal or Refusal(400, "Bad Request"))
             return
+        if self.app.shared is not None:
+            try:
+                await self.app.shared.end(session.id)
+            except StoreUnavailable:
+                await refuse(send, UNAVAILABLE)
+                return
         self.app.sessions.remove(session.id)
         await session.end()
         await respond(send, 200, b"")

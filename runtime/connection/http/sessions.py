@@ -88,6 +88,10 @@ class HandshakeSession:
         self._streams += 1
         return str(self._streams)
 
+    def is_standalone(self, stream_id: str) -> bool:
+        """Whether ``stream_id`` names the session's standalone (``GET``) stream."""
+        return stream_id == self.standalone_id
+
     def note_channel(self, channel: Channel) -> None:
         """Note the channel of one of the session's POSTs, opened, among its open
         streams (until the POST ends), naming its SSE stream."""
@@ -225,9 +229,13 @@ class SessionTable:
             del self._owned[session.owner]
         return session
 
-    def remove(self, session_id: str) -> HandshakeSession | None:
-        """Forget a session (it ended)."""
-        if session_id not in self._sessions:
+    def remove(
+        self, session_id: str, only: HandshakeSession | None = None
+    ) -> HandshakeSession | None:
+        """Forget a session (it ended); with ``only``, only if the one kept under that
+        id is ``only`` (a copy of a shared session ending leaves its successor)."""
+        found = self._sessions.get(session_id)
+        if found is None or (only is not None and found is not only):
             return None
         return self._pop(session_id)
 

@@ -17,6 +17,7 @@ from .event_store import EventStore
 
 if TYPE_CHECKING:
     from .auth import AuthSettings
+    from .shared_sessions import Cluster
 
 __all__ = ["LOOPBACK_HOSTS", "HttpSettings", "TokenVerifier"]
 
@@ -83,6 +84,12 @@ class HttpSettings:
       taken). Each session bounds its own requests as well
       (``Limits.max_request_bytes_in_flight``).
 
+    Several workers: ``cluster`` (a :class:`~.shared_sessions.Cluster`, e.g.
+    :func:`~.redis_store.redis_cluster`) shares the handshake-era sessions, their
+    messages and the change notifications among the workers given the same one: any
+    worker serves any request (see :mod:`.shared_sessions`). ``None``: this process
+    alone.
+
     Streams: ``keepalive_seconds`` between comment lines on quiet long-lived streams
     (``subscriptions/listen``, ``GET``); ``max_queued_messages`` bounds the messages
     held for a client that is not reading (beyond it, the oldest are dropped from a
@@ -121,6 +128,7 @@ class HttpSettings:
     stall_seconds: float = 30.0
     max_bytes_in_flight: int = 64 * 1024 * 1024
     auth: AuthSettings | None = None
+    cluster: Cluster | None = None
 
     def __post_init__(self) -> None:
         for name in ("path", "sse_path", "messages_path"):

@@ -169,7 +169,16 @@ def cluster(session: nox.Session) -> None:
         session.run(*sudo, "apt-get", "update", "-q", external=True)
         session.run(*sudo, "apt-get", "install", "-y", "-q", *missing, external=True)
     session.install(".[test,redis]", "mcp==2.3.0")
-    session.run("pytest", "-m", "cluster", "-p", "no:cacheprovider", *session.posargs)
+    session.run(
+        "pytest",
+        "-m",
+        "cluster",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        # The load run at the size (about 3 minutes on two cores).
+        env={"MCPSPEC_CLUSTER_LOAD": "50x1000"},
+    )
 
 
 def _is_root() -> bool:

@@ -88,6 +88,16 @@ class ClusterStack:
         self.workers[index] = process
         await wait_listening(self.ports[index], process)
 
+    def worker_rss(self, index: int) -> int:
+        """The resident memory of worker ``index`` in bytes (Linux: ``/proc``)."""
+        process = self.workers[index]
+        assert process is not None, f"worker {index} is not running"
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError(f"no VmRSS for worker {index}")
+
     def kill_worker(self, index: int) -> None:
         """Kill a worker at once (SIGKILL: nothing of it runs after)."""
         process = self.workers[index]

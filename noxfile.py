@@ -156,8 +156,9 @@ def cluster(session: nox.Session) -> None:
     """Several workers sharing sessions (``pytest -m cluster``): Debian's redis-server and
     nginx (installed with apt-get when missing), three uvicorn worker processes behind
     nginx round-robin, the mcpspec client in every era and the official SDK client
-    through it, a worker killed mid-stream and under load; and the Redis-backed stores
-    against a real redis-server."""
+    through it, a worker killed mid-stream and under load (50 clients x 1,000 calls per
+    era), the official conformance suite's server scenarios (Node and the suite from npm,
+    as ``nox -s interop``); and the Redis-backed stores against a real redis-server."""
     missing = [
         package
         for program, package in CLUSTER_PROGRAMS.items()
@@ -169,6 +170,8 @@ def cluster(session: nox.Session) -> None:
         session.run(*sudo, "apt-get", "update", "-q", external=True)
         session.run(*sudo, "apt-get", "install", "-y", "-q", *missing, external=True)
     session.install(".[test,redis]", "mcp==2.3.0")
+    # The conformance suite's server scenarios run through the balancer too.
+    node, _, suites = _npm_peers(session, conformance=True)
     session.run(
         "pytest",
         "-m",
@@ -176,8 +179,12 @@ def cluster(session: nox.Session) -> None:
         "-p",
         "no:cacheprovider",
         *session.posargs,
-        # The load run at the issue's size (about 3 minutes on two cores).
-        env={"MCPSPEC_CLUSTER_LOAD": "50x1000"},
+        env={
+            # The load run at the issue's size (about 3 minutes on two cores).
+            "MCPSPEC_CLUSTER_LOAD": "50x1000",
+            "MCPSPEC_NODE": node,
+            "MCPSPEC_CONFORMANCE": ";".join(suites),
+        },
     )
 
 

@@ -66,7 +66,8 @@ def _binary(name: str) -> str:
 class ClusterStack:
     """Redis, ``count`` workers and nginx; ``url`` is the endpoint behind nginx."""
 
-    def __init__(self, count: int, directory: str) -> None:
+    def __init__(self, count: int, directory: str, worker: Path = WORKER) -> None:
+        self.worker = worker
         self.redis = RedisProcess()
         self.ports = [free_port() for _ in range(count)]
         self.workers: list[subprocess.Popen[bytes] | None] = [None] * count
@@ -81,8 +82,9 @@ class ClusterStack:
     async def start_worker(self, index: int) -> None:
         port = str(self.ports[index])
         process = subprocess.Popen(
-            [sys.executable, str(WORKER), "--port", port, "--redis", self.redis.url],
+            [sys.executable, str(self.worker), "--port", port, "--redis", self.redis.url],
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.workers[index] = process
@@ -142,10 +144,11 @@ class ClusterStack:
 
 
 @asynccontextmanager
-async def cluster_stack(count: int = 3) -> AsyncIterator[ClusterStack]:
-    """A :class:`ClusterStack` of ``count`` workers, started; stopped after."""
+async def cluster_stack(count: int = 3, worker: Path = WORKER) -> AsyncIterator[ClusterStack]:
+    """A :class:`ClusterStack` of ``count`` workers, started; stopped after. ``worker``
+    is the script each runs (``--port PORT --redis URL``)."""
     with tempfile.TemporaryDirectory(prefix="mcpspec-cluster-") as directory:
-        stack = ClusterStack(count, directory)
+        stack = ClusterStack(count, directory, worker)
         try:
             await stack.start()
             yield stack

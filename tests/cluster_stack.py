@@ -66,8 +66,12 @@ def _binary(name: str) -> str:
 class ClusterStack:
     """Redis, ``count`` workers and nginx; ``url`` is the endpoint behind nginx."""
 
-    def __init__(self, count: int, directory: str, worker: Path = WORKER) -> None:
+    def __init__(
+        self, count: int, directory: str, worker: Path = WORKER, *, shared: bool = True
+    ) -> None:
         self.worker = worker
+        #: Whether the workers share sessions in Redis (else each keeps its own).
+        self.shared = shared
         self.redis = RedisProcess()
         self.ports = [free_port() for _ in range(count)]
         self.workers: list[subprocess.Popen[bytes] | None] = [None] * count
@@ -82,7 +86,13 @@ class ClusterStack:
     async def start_worker(self, index: int) -> None:
         port = str(self.ports[index])
         process = subprocess.Popen(
-            [sys.executable, str(self.worker), "--port", port, "--redis", self.redis.url],
+            [
+                sys.executable,
+                str(self.worker),
+                "--port",
+                port,
+                *(("--redis", self.redis.url) if self.shared else ()),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -100,6 +110,10 @@ class ClusterStack:
                 return int(line.split()[1]) * 1024
         raise RuntimeError(f"no VmRSS for worker {index}")
 
+    def worker_pids(self) -> list[int]:
+        """The process ids of the workers running."""
+        return [process.pid for process in self.workers if process is not None]
+
     def kill_worker(self, index: int) -> None:
         """Kill a worker at once (SIGKILL: nothing of it runs after)."""
         process = self.workers[index]
@@ -109,7 +123,8 @@ class ClusterStack:
             self.workers[index] = None
 
     async def start(self) -> None:
-        await self.redis.start()
+        if self.shared:
+            await self.redis.start()
         for index in range(len(self.ports)):
             await self.start_worker(index)
         servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=0;" for port in self.ports)
@@ -144,11 +159,14 @@ class ClusterStack:
 
 
 @asynccontextmanager
-async def cluster_stack(count: int = 3, worker: Path = WORKER) -> AsyncIterator[ClusterStack]:
+async def cluster_stack(
+    count: int = 3, worker: Path = WORKER, *, shared: bool = True
+) -> AsyncIterator[ClusterStack]:
     """A :class:`ClusterStack` of ``count`` workers, started; stopped after. ``worker``
-    is the script each runs (``--port PORT --redis URL``)."""
+    is the script each runs (``--port PORT [--redis URL]``); ``shared=False``: no Redis,
+    each worker keeps its sessions (one worker, to compare with)."""
     with tempfile.TemporaryDirectory(prefix="mcpspec-cluster-") as directory:
-        stack = ClusterStack(count, directory, worker)
+        stack = ClusterStack(count, directory, worker, shared=shared)
         try:
             await stack.start()
             yield stack

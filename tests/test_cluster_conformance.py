@@ -20,7 +20,7 @@ import pytest
 from tests.cluster_stack import cluster_stack
 from tests.conformance.expected import EXPECTED
 from tests.conformance.suite import SERVER_SCRIPT, Run, Verdict, installed_suites, run_scenarios
-from tests.test_conformance import RUNS, _describe, _failed
+from tests.conformance.verdicts import RUNS, describe, failed_checks
 
 pytestmark = pytest.mark.cluster
 
@@ -65,12 +65,12 @@ def _verdicts(version: str, run: Run) -> dict[str, Verdict]:
 def test_server_scenario_through_the_balancer(version: str, run: Run, scenario: str) -> None:
     verdict = _verdicts(version, run).get(scenario)
     assert verdict is not None, f"the suite wrote no verdict for {scenario}"
-    failed = _failed(verdict)
+    failed = failed_checks(verdict)
     expected = EXPECTED.get((version, run.name, scenario))
     if expected is None:
-        assert not failed, f"{scenario} failed {sorted(failed)}:\n{_describe(verdict)}"
+        assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
     else:
         assert failed == expected.failing, (
             f"{scenario} was expected to fail exactly {sorted(expected.failing)} "
-            f"({expected.reason}); it failed {sorted(failed)}:\n{_describe(verdict)}"
+            f"({expected.reason}); it failed {sorted(failed)}:\n{describe(verdict)}"
         )

@@ -5,8 +5,8 @@ official SDK client (``mcp==2.3.0``): list, call with progress, the client's ans
 landing on other workers, cancel, the ``GET`` stream's notifications announced
 elsewhere, ``listen`` across workers; a stream resumed after its worker was killed (by
 hand, and by the mcpspec client); load runs with a worker killed and restarted midway
-(no answer lost or misrouted, every failure typed, Redis left holding live sessions'
-keys only) and with Redis stopped and restarted midway (every failure typed, every
+(no answer lost or misrouted, every failure typed, each worker's memory back near its
+start, Redis left holding live sessions' keys only) and with Redis stopped and restarted midway (every failure typed, every
 client served again once it is back)."""
 
 from __future__ import annotations

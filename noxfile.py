@@ -98,8 +98,12 @@ def dev(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks against orjson and the official SDK; ``-- --smoke`` checks the harness
     only (CI), ``-- --markdown bench/RESULTS.md`` rewrites the published table,
-    ``-- --baseline REV`` adds the checkout against git revision REV (before/after)."""
-    session.install(".[bench,check]")
+    ``-- --baseline REV`` adds the checkout against git revision REV (before/after).
+    Then bench/cluster.py (``--smoke`` too): requests per second through nginx on one
+    and two workers sharing sessions in Redis, and the Redis path's server CPU per
+    request against the in-process one (redis-server and nginx as ``nox -s cluster``)."""
+    _cluster_programs(session)
+    session.install(".[bench,check,redis]")
     node, everything, _ = _npm_peers(session, conformance=False)
     session.run(
         "python",
@@ -107,6 +111,8 @@ def bench(session: nox.Session) -> None:
         *session.posargs,
         env={"MCPSPEC_NODE": node, "MCPSPEC_SERVER_EVERYTHING": str(everything)},
     )
+    smoke = ["--smoke"] if "--smoke" in session.posargs else []
+    session.run("python", "bench/cluster.py", *smoke)
 
 
 @nox.session
@@ -156,8 +162,31 @@ def cluster(session: nox.Session) -> None:
     """Several workers sharing sessions (``pytest -m cluster``): Debian's redis-server and
     nginx (installed with apt-get when missing), three uvicorn worker processes behind
     nginx round-robin, the mcpspec client in every era and the official SDK client
-    through it, a worker killed mid-stream and under load; and the Redis-backed stores
-    against a real redis-server."""
+    through it, a worker killed mid-stream and under load (50 clients x 1,000 calls per
+    era), the official conformance suite's server scenarios (Node and the suite from npm,
+    as ``nox -s interop``); and the Redis-backed stores against a real redis-server."""
+    _cluster_programs(session)
+    session.install(".[test,redis]", "mcp==2.3.0")
+    # The conformance suite's server scenarios run through the balancer too.
+    node, _, suites = _npm_peers(session, conformance=True)
+    session.run(
+        "pytest",
+        "-m",
+        "cluster",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={
+            # The load run at the issue's size (about 3 minutes on two cores).
+            "MCPSPEC_CLUSTER_LOAD": "50x1000",
+            "MCPSPEC_NODE": node,
+            "MCPSPEC_CONFORMANCE": ";".join(suites),
+        },
+    )
+
+
+def _cluster_programs(session: nox.Session) -> None:
+    """Install Debian's redis-server and nginx with apt-get when missing."""
     missing = [
         package
         for program, package in CLUSTER_PROGRAMS.items()
@@ -168,8 +197,6 @@ def cluster(session: nox.Session) -> None:
         sudo = [] if _is_root() else ["sudo"]
         session.run(*sudo, "apt-get", "update", "-q", external=True)
         session.run(*sudo, "apt-get", "install", "-y", "-q", *missing, external=True)
-    session.install(".[test,redis]", "mcp==2.3.0")
-    session.run("pytest", "-m", "cluster", "-p", "no:cacheprovider", *session.posargs)
 
 
 def _is_root() -> bool:

@@ -66,7 +66,12 @@ def _binary(name: str) -> str:
 class ClusterStack:
     """Redis, ``count`` workers and nginx; ``url`` is the endpoint behind nginx."""
 
-    def __init__(self, count: int, directory: str) -> None:
+    def __init__(
+        self, count: int, directory: str, worker: Path = WORKER, *, shared: bool = True
+    ) -> None:
+        self.worker = worker
+        #: Whether the workers share sessions in Redis (else each keeps its own).
+        self.shared = shared
         self.redis = RedisProcess()
         self.ports = [free_port() for _ in range(count)]
         self.workers: list[subprocess.Popen[bytes] | None] = [None] * count
@@ -81,12 +86,33 @@ class ClusterStack:
     async def start_worker(self, index: int) -> None:
         port = str(self.ports[index])
         process = subprocess.Popen(
-            [sys.executable, str(WORKER), "--port", port, "--redis", self.redis.url],
+            [
+                sys.executable,
+                str(self.worker),
+                "--port",
+                port,
+                *(("--redis", self.redis.url) if self.shared else ()),
+            ],
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.workers[index] = process
         await wait_listening(self.ports[index], process)
+
+    def worker_rss(self, index: int) -> int:
+        """The resident memory of worker ``index`` in bytes (Linux: ``/proc``)."""
+        process = self.workers[index]
+        assert process is not None, f"worker {index} is not running"
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError(f"no VmRSS for worker {index}")
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the workers running."""
+        return [process.pid for process in self.workers if process is not None]
 
     def kill_worker(self, index: int) -> None:
         """Kill a worker at once (SIGKILL: nothing of it runs after)."""
@@ -97,7 +123,8 @@ class ClusterStack:
             self.workers[index] = None
 
     async def start(self) -> None:
-        await self.redis.start()
+        if self.shared:
+            await self.redis.start()
         for index in range(len(self.ports)):
             await self.start_worker(index)
         servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=0;" for port in self.ports)
@@ -132,10 +159,14 @@ class ClusterStack:
 
 
 @asynccontextmanager
-async def cluster_stack(count: int = 3) -> AsyncIterator[ClusterStack]:
-    """A :class:`ClusterStack` of ``count`` workers, started; stopped after."""
+async def cluster_stack(
+    count: int = 3, worker: Path = WORKER, *, shared: bool = True
+) -> AsyncIterator[ClusterStack]:
+    """A :class:`ClusterStack` of ``count`` workers, started; stopped after. ``worker``
+    is the script each runs (``--port PORT [--redis URL]``); ``shared=False``: no Redis,
+    each worker keeps its sessions (one worker, to compare with)."""
     with tempfile.TemporaryDirectory(prefix="mcpspec-cluster-") as directory:
-        stack = ClusterStack(count, directory)
+        stack = ClusterStack(count, directory, worker, shared=shared)
         try:
             await stack.start()
             yield stack

@@ -5,8 +5,8 @@ official SDK client (``mcp==2.3.0``): list, call with progress, the client's ans
 landing on other workers, cancel, the ``GET`` stream's notifications announced
 elsewhere, ``listen`` across workers; a stream resumed after its worker was killed (by
 hand, and by the mcpspec client); load runs with a worker killed and restarted midway
-(no answer lost or misrouted, every failure typed, Redis left holding live sessions'
-keys only) and with Redis stopped and restarted midway (every failure typed, every
+(no answer lost or misrouted, every failure typed, each worker's memory back near its
+start, Redis left holding live sessions' keys only) and with Redis stopped and restarted midway (every failure typed, every
 client served again once it is back)."""
 
 from __future__ import annotations
@@ -287,10 +287,16 @@ async def test_the_mcpspec_client_when_the_worker_of_its_call_is_killed(
                     await stack.start_worker(index)
 
 
-#: Load: clients per era and calls per client (``MCPSPEC_CLUSTER_LOAD=CLIENTSxCALLS``).
+#: Load: clients per era and calls per client (``MCPSPEC_CLUSTER_LOAD=CLIENTSxCALLS``;
+#: ``nox -s cluster`` runs the full size, 50x1000).
 LOAD_CLIENTS, LOAD_CALLS = (
     int(part) for part in os.environ.get("MCPSPEC_CLUSTER_LOAD", "5x100").split("x")
 )
+#: How far a worker's resident memory may stay above where it was before the load run,
+#: once the run's sessions have ended: a fraction of it, and a fixed allowance (the
+#: allocator keeps some freed memory; a leak of the run's answers or sessions is more).
+RSS_GROWTH = 0.1
+RSS_SLACK = 16 * 1024 * 1024
 
 
 async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStack) -> None:
@@ -299,6 +305,9 @@ async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStac
     done = anyio.Event()
     halfway = anyio.Event()
     total = 2 * LOAD_CLIENTS * LOAD_CALLS
+    # Each worker's memory before: worker 1's is taken again once it is restarted (a
+    # new process starts lower than one that served the module's earlier tests).
+    rss_before = [stack.worker_rss(index) for index in range(len(stack.ports))]
 
     async def run_client(mode: str, number: int) -> None:
         nonlocal answered
@@ -325,6 +334,7 @@ async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStac
         stack.kill_worker(1)
         await anyio.sleep(0.5)
         await stack.start_worker(1)
+        rss_before[1] = stack.worker_rss(1)
 
     with anyio.fail_after(240):
         async with anyio.create_task_group() as task_group:
@@ -336,6 +346,12 @@ async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStac
             done.set()
     assert answered + len(failures) == total
     assert len(failures) <= total // 10, failures[:5]
+    # Every worker's memory is back near where it was (the sessions ended).
+    await anyio.sleep(1)
+    rss_after = [stack.worker_rss(index) for index in range(len(stack.ports))]
+    print(f"worker RSS before {rss_before}, after {rss_after}, {len(failures)} failed")
+    for before, after in zip(rss_before, rss_after, strict=True):
+        assert after <= before * (1 + RSS_GROWTH) + RSS_SLACK, (rss_before, rss_after)
     # Every client ended its session: Redis keeps nothing of them.
     connection = redis.asyncio.Redis.from_url(stack.redis.url)
     try:

@@ -34,31 +34,9 @@ import pytest
 
 from tests.conformance.expected import EXPECTED, Expected
 from tests.conformance.suite import Run, Verdict, installed_suites, run_scenarios
+from tests.conformance.verdicts import RUNS, describe, failed_checks
 
 pytestmark = pytest.mark.interop
-
-#: The runs of each suite version (the versions ``nox -s interop`` installs).
-RUNS: dict[str, tuple[Run, ...]] = {
-    "0.1.16": (
-        Run("server", "server"),
-        Run("client", "client"),
-        Run("client-legacy", "client", client_mode="legacy", auth=False),
-    ),
-    "0.2.0-alpha.12": (
-        Run("server", "server"),
-        Run("server@2026-07-28", "server", requirements="2026-07-28"),
-        # The OAuth scenarios once per version: 0.1.16 lists the 2025-03-26 ones, the
-        # 2026-07-28 requirements (unscored extensions included) all the others.
-        Run("client", "client", auth=False),
-        Run("client@2026-07-28", "client", requirements="2026-07-28"),
-    ),
-}
-#: Statuses that are not a failure of the implementation.
-NOT_FAILED = frozenset({"SUCCESS", "INFO", "WARNING", "SKIPPED"})
-#: The check ids standing for our client raising (a traceback on its stderr), and for
-#: a scenario where no check succeeded (the suite calls that a pass).
-CLIENT_RAISED = "client-raised"
-NOTHING_CHECKED = "nothing-checked"
 
 SUITES = installed_suites()
 needs_suite = pytest.mark.skipif(
@@ -87,35 +65,19 @@ def _verdicts(version: str, run: Run) -> dict[str, Verdict]:
     return run_scenarios(SUITES[version], run, output)
 
 
-def _failed(verdict: Verdict) -> set[str]:
-    failed = {check.id for check in verdict.checks if check.status not in NOT_FAILED}
-    if "Traceback (most recent call last)" in verdict.client_stderr:
-        failed.add(CLIENT_RAISED)
-    if not any(check.status == "SUCCESS" for check in verdict.checks):
-        failed.add(NOTHING_CHECKED)
-    return failed
-
-
-def _describe(verdict: Verdict) -> str:
-    lines = [f"  {c.status} {c.id}: {c.error or c.description}" for c in verdict.checks]
-    if verdict.client_stderr:
-        lines.append("  client stderr (end): " + verdict.client_stderr.strip()[-600:])
-    return "\n".join(lines)
-
-
 @needs_suite
 @pytest.mark.parametrize(("version", "run", "scenario"), _cases())
 def test_scenario(version: str, run: Run, scenario: str) -> None:
     verdict = _verdicts(version, run).get(scenario)
     assert verdict is not None, f"the suite wrote no verdict for {scenario}"
-    failed = _failed(verdict)
+    failed = failed_checks(verdict)
     expected = EXPECTED.get((version, run.name, scenario))
     if expected is None:
-        assert not failed, f"{scenario} failed {sorted(failed)}:\n{_describe(verdict)}"
+        assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
     else:
         assert failed == expected.failing, (
             f"{scenario} was expected to fail exactly {sorted(expected.failing)} "
-            f"({expected.reason}); it failed {sorted(failed)}:\n{_describe(verdict)}"
+            f"({expected.reason}); it failed {sorted(failed)}:\n{describe(verdict)}"
         )
 
 

@@ -544,6 +544,35 @@ async def test_what_is_sent_for_the_get_stream_while_none_is_open_waits_for_the_
         assert (await http.delete(f"{a}/mcp", headers=headers)).status_code == 200
 
 
+async def test_a_change_announced_while_no_get_stream_is_open_waits_once_for_the_next(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    async with cluster(joined, seen, count=3) as ([a, b, c], http):
+        # A copy of the session on every worker, none holding a GET stream.
+        headers = await open_session(http, a, initialized=b)
+        subscribe = rpc("resources/subscribe", {"uri": "memo://one"})
+        assert (await http.post(f"{c}/mcp", json=subscribe, headers=headers)).status_code == 200
+        touched = await http.post(f"{c}/mcp", json=call("touch"), headers=headers)
+        assert messages_of(touched)[-1]["result"]["content"][0]["text"] == "touched"
+        for uri in ("memo://other", "memo://one"):
+            await http.post(f"{a}/mcp", json=call("update", {"uri": uri}), headers=headers)
+        await anyio.sleep(0.3)  # the other workers' copies take the changes told them
+        with anyio.fail_after(GUARD):
+            async with http.stream("GET", f"{b}/mcp", headers=headers) as stream:
+                messages = sse_messages(stream)
+                held = [await anext(messages), await anext(messages)]
+                assert sorted((m["method"], m.get("params", {}).get("uri")) for m in held) == [
+                    ("notifications/resources/updated", "memo://one"),
+                    ("notifications/tools/list_changed", None),
+                ]
+                # Each held once, however many workers' copies held it: next is live.
+                await http.post(
+                    f"{c}/mcp", json=call("announce", {"text": "live"}), headers=headers
+                )
+                assert (await anext(messages))["params"]["data"] == "live"
+        assert (await http.delete(f"{a}/mcp", headers=headers)).status_code == 200
+
+
 async def test_past_the_stores_bound_the_least_recently_used_session_ends_everywhere(
     joined: Any, seen: dict[str, Any]
 ) -> None:

@@ -105,15 +105,17 @@ def _sampled_text(answer: Any) -> str:
     return text if isinstance(text, str) else "no response"
 
 
-def build_server() -> Server:
+def build_server(state_key: bytes | None = None) -> Server:
     """The conformance fixture: every tool, resource, prompt and completion the suite's
-    server scenarios call, for every revision the library speaks."""
+    server scenarios call, for every revision the library speaks. ``state_key`` seals
+    ``requestState`` (workers of one cluster share it; else a random one)."""
     server = Server(
         "mcpspec-conformance-fixture",
         "1.0.0",
         logging=True,
         list_changed=True,
         subscribe=True,
+        state_key=state_key,
     )
     _declare_content_tools(server)
     _declare_session_tools(server)

@@ -165,15 +165,20 @@ def installed_suites() -> dict[str, Suite]:
     return suites
 
 
-def run_scenarios(suite: Suite, run: Run, output: Path) -> dict[str, Verdict]:
-    """Run ``run`` of ``suite`` (the server leg against a fixture server of its own)
-    and read the verdicts it wrote under ``output``."""
+def run_scenarios(
+    suite: Suite, run: Run, output: Path, *, url: str | None = None
+) -> dict[str, Verdict]:
+    """Run ``run`` of ``suite`` (the server leg against the fixture server at ``url``,
+    or one of its own) and read the verdicts it wrote under ``output``."""
     if run.leg == "server":
         selection = (
             ("--requirements", run.requirements) if run.requirements else ("--suite", run.suite)
         )
-        with serve_fixture() as url:
+        if url is not None:
             _invoke(suite, ["server", "--url", url, *selection, "-o", str(output)])
+        else:
+            with serve_fixture() as own:
+                _invoke(suite, ["server", "--url", own, *selection, "-o", str(output)])
     else:
         # A requirement set also runs its unscored extensions, which --spec-version
         # alone skips as off the revision's timeline: --force runs them as it does.

@@ -157,6 +157,11 @@ def _text(value: Any) -> str:
 #: Hold one message for a channel: the oldest go past the count or byte bound; both
 #: keys expire with the age bound.
 _HOLD = """
+if ARGV[5] == '1' then
+  for _, held in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+    if held == ARGV[1] then return -1 end
+  end
+end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 local bytes = redis.call('INCRBY', KEYS[2], string.len(ARGV[1]))
 while redis.call('LLEN', KEYS[1]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[3]) do
@@ -209,8 +214,9 @@ class RedisBus:
         """The keys of the messages held for ``channel`` and of their byte count."""
         return [f"{channel}:held", f"{channel}:held:bytes"]
 
-    async def hold(self, channel: str, data: bytes) -> None:
-        args = [data, self.held_messages, self.held_bytes, max(1, int(self.held_seconds * 1000))]
+    async def hold(self, channel: str, data: bytes, *, unique: bool = False) -> None:
+        expiry = max(1, int(self.held_seconds * 1000))
+        args = [data, self.held_messages, self.held_bytes, expiry, "1" if unique else "0"]
         keys = self.held_keys(channel)
         await bounded_call(self.timeout, lambda: self._hold(keys=keys, args=args))
 
@@ -218,6 +224,10 @@ class RedisBus:
         keys = self.held_keys(channel)
         held = await bounded_call(self.timeout, lambda: self._take(keys=keys))
         return [bytes(data) for data in held]
+
+    async def receivers(self, channel: str) -> int:
+        counts = await bounded_call(self.timeout, lambda: self.client.pubsub_numsub(channel))
+        return sum(int(count) for _, count in counts)
 
     async def publish(self, channel: str, data: bytes) -> int:
         taken = await bounded_call(self.timeout, lambda: self.client.publish(channel, data))

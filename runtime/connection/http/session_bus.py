@@ -50,10 +50,15 @@ class MessageBus(Protocol):
         receivers, until cancelled (started in the app's task group)."""
         ...
 
-    async def hold(self, channel: str, data: bytes) -> None:
+    async def hold(self, channel: str, data: bytes, *, unique: bool = False) -> None:
         """Keep ``data`` for the next receiver of ``channel`` (none took it), bounded:
         past ``held_messages`` or ``held_bytes`` the oldest go; all go after
-        ``held_seconds`` without a new one."""
+        ``held_seconds`` without a new one. ``unique``: not when an equal message is
+        held already (a change announced, which several workers may hold at once)."""
+        ...
+
+    async def receivers(self, channel: str) -> int:
+        """How many workers take the messages of ``channel`` now."""
         ...
 
     async def take_held(self, channel: str) -> list[bytes]:
@@ -92,8 +97,10 @@ class MemoryBus:
         task_status.started()
         await anyio.sleep_forever()
 
-    async def hold(self, channel: str, data: bytes) -> None:
+    async def hold(self, channel: str, data: bytes, *, unique: bool = False) -> None:
         held = self._held.setdefault(channel, collections.deque())
+        if unique and data in held:
+            return
         held.append(data)
         while len(held) > self.held_messages or sum(map(len, held)) > self.held_bytes:
             held.popleft()
@@ -102,3 +109,6 @@ class MemoryBus:
 
     async def take_held(self, channel: str) -> list[bytes]:
         return list(self._held.pop(channel, ()))
+
+    async def receivers(self, channel: str) -> int:
+        return len(self._receivers.get(channel, ()))

@@ -22,7 +22,8 @@ What a worker cannot serve alone travels on the cluster's
   none, and refused as on one worker (400, ``unknown-response-id``);
 * ``DELETE`` ends the copies of every worker; a change announced (``notify_*``) is
   delivered by every worker to its own clients (a ``GET`` stream's copy delivers to
-  it; the other copies of the session do not, so it arrives once).
+  it; the other copies of the session do not, so it arrives once); while no worker
+  holds the session's ``GET`` stream, the bus holds it once for the next.
 
 The copies of one session number their requests to the client from random places, so
 two workers never ask the client with one id, and name their SSE streams after their
@@ -187,12 +188,18 @@ class SharedSession(HandshakeSession):
         if self.listening:
             await super().to_standalone(data)
             return
+        channel = self.shared.get_channel(self.id)
         if _method_of(data) in _CHANGES:
             # The copy holding the GET stream delivers changes itself (every worker
             # delivers what is announced anywhere): sent from here too, it would
-            # arrive twice.
+            # arrive twice. With no GET stream open anywhere, it waits for the next
+            # one, held once however many workers' copies hold it.
+            try:
+                if not await self.shared.bus.receivers(channel):
+                    await self.shared.bus.hold(channel, data, unique=True)
+            except StoreUnavailable:
+                logger.warning("session %s: a change for the GET stream is lost", self.id[:8])
             return
-        channel = self.shared.get_channel(self.id)
         try:
             if not await self.shared.bus.publish(channel, data):
                 # No worker holds the GET stream: the next one opened takes it.

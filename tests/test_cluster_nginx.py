@@ -6,8 +6,8 @@ landing on other workers, cancel, the ``GET`` stream's notifications announced
 elsewhere, ``listen`` across workers; a stream resumed after its worker was killed (by
 hand, and by the mcpspec client); load runs with a worker killed and restarted midway
 (no answer lost or misrouted, every failure typed, each worker's memory back near its
-start, Redis left holding live sessions' keys only) and with Redis stopped and restarted midway (every failure typed, every
-client served again once it is back)."""
+start, Redis left holding live sessions' keys only) and with Redis stopped and restarted
+midway (every failure typed, every client served again once it is back)."""
 
 from __future__ import annotations
 

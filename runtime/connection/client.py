@@ -1089,7 +1089,11 @@ class Client:
         )
         request = types.CallToolRequest(id=self.next_id(), params=params)
         created = await self.request(request, progress=progress, timeout=timeout)
-        return TaskHandle(self, created.task)
+        handle = TaskHandle(self, created.task)
+        if progress is not None and not handle.done:
+            # The handler's progress goes on after the answer, as long as the task.
+            handle.follow_progress(self._peer_now(), request.id, progress)
+        return handle
 
     def task(self, task_id: str) -> TaskHandle:
         """A handle of the task ``task_id`` (kept from an earlier connection, say);

@@ -27,7 +27,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from mcpspec.runtime.envelope import ErrorObject
+from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
 
 from .errors import RequestError
@@ -38,6 +38,7 @@ from .tasks import RELATED_TASK, task_wire
 
 if TYPE_CHECKING:
     from .client import Client
+    from .peer import Peer, ProgressCallback
 
 __all__ = ["ClientTasks", "TaskHandle", "TaskWatch"]
 
@@ -85,8 +86,31 @@ class TaskHandle:
         self.method = method
         #: The task's id.
         self.task_id: str = task.task_id
-        #: The task as last heard (a ``Task``, ``GetTaskResult`` or status params).
-        self.task: Any = task
+        #: The connection following the task's progress, and the request's id there.
+        self._progress: tuple[Peer[Any], RequestId] | None = None
+        self._task: Any = task
+
+    @property
+    def task(self) -> Any:
+        """The task as last heard (a ``Task``, ``GetTaskResult`` or status params)."""
+        return self._task
+
+    @task.setter
+    def task(self, task: Any) -> None:
+        self._task = task
+        if self._progress is not None and self.done:
+            peer, request_id = self._progress
+            peer.unfollow_progress(request_id)
+            self._progress = None
+
+    def follow_progress(
+        self, peer: Peer[Any], request_id: RequestId, progress: ProgressCallback
+    ) -> None:
+        """Give ``progress`` the progress the task's handler reports after the request
+        ``request_id`` on ``peer`` was answered with the task, until it is heard to
+        have ended."""
+        self._progress = (peer, request_id)
+        peer.follow_progress(request_id, progress)
 
     def __repr__(self) -> str:
         return f"TaskHandle({self.task_id!r}, status={self.task.status!r})"

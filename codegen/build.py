@@ -63,13 +63,14 @@ def _default_all_optional_params(module: Module) -> None:
                 struct.fields[index] = dataclasses.replace(f, default_factory=params.name)
 
 
-def build_extension(revision: str, schema: dict[str, Any]) -> Module:
+def build_extension(revision: str, schema: dict[str, Any], stateless: bool = False) -> Module:
     """The model of one extension's schema: its definitions, its requests, input
     requests (embedded without an ``id``) and notifications by method, and each
     request's result (``XRequest`` -> ``XResult``).
     An extension schema repeats the core definitions it uses; they are lowered again
-    so the module stands alone."""
-    lowering = SchemaLowering(revision, schema)
+    so the module stands alone. ``stateless``: the revision is negotiated per request,
+    so results are tagged on ``resultType`` as that revision's are."""
+    lowering = SchemaLowering(revision, schema, stateless)
     for name in lowering.defs:
         lowering.ensure(name)
     module = lowering.module

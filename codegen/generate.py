@@ -14,8 +14,9 @@ from mcpspec.codegen.schema import ERRATA, EXTENSION_PINS, PINS, ExtensionPin, p
 from mcpspec.runtime.declared import ProtocolModel
 
 from .build import build_extension, build_module
+from .lowering import DISCOVER_METHOD
 from .model import Module
-from .patch import apply_errata, normalise_wire_form
+from .patch import apply_errata, definitions_key, normalise_wire_form
 from .render import render_extension, render_module, render_revisions
 from .sources import default_schema_dir, read_pinned_extension, read_pinned_schema
 
@@ -122,7 +123,12 @@ def generate_extension(
     """Write ``out_dir/<pin.module>.py`` for the extension ``pin`` and report what it
     holds. Extension schemas have no errata yet; their messages are already in wire form."""
     schema = read_pinned_extension(pin, default_schema_dir(schema_dir))
-    module = build_extension(pin.revision, schema)
+    revision, _, _, _ = load_wire_schema(pin.revision, schema_dir)
+    stateless = any(
+        node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
+        for node in revision[definitions_key(revision)].values()
+    )
+    module = build_extension(pin.revision, schema, stateless)
     source = render_extension(module, pin.extension, pin.sha256)
     Path(out_dir, pin.module + ".py").write_text(source, encoding="utf-8")
     report = _report(module, 0, 0)

@@ -10,8 +10,9 @@ Rules, in the order they apply to an object schema:
 * An inline object becomes a Struct named ``<Owner><Property>``, the name later revisions
   give the same concept (``CallToolRequest.params`` -> ``CallToolRequestParams``).
 * A Struct with a constant ``method`` or ``type`` is tagged on it; in the stateless
-  revisions results are tagged on ``resultType``. Other constants are fields that default
-  to the constant.
+  revisions results are tagged on ``resultType`` (on its constant where the schema
+  gives one: an extension's ``CreateTaskResult`` is ``"task"``). Other constants are
+  fields that default to the constant.
 * A required ``_meta`` (2026-07-28 requests) defaults to an empty dict, so a message
   can be built before the session adds the per-request protocol fields.
 * ``number`` is ``int | float``, so ``5`` re-encodes as ``5``.
@@ -54,7 +55,9 @@ class SchemaLowering:
     """Lowers the definitions of one patched schema into ``module``, on demand: each
     definition once, what it references first."""
 
-    def __init__(self, revision: str, schema: dict[str, Any]) -> None:
+    def __init__(
+        self, revision: str, schema: dict[str, Any], stateless: bool | None = None
+    ) -> None:
         self.key = definitions_key(schema)
         self.defs: dict[str, Any] = schema[self.key]
         self.names = frozenset(self.defs)
@@ -62,10 +65,15 @@ class SchemaLowering:
         self.unions = UnionPlanner(self.module)
         self._by_shape: dict[str, str] | None = None
         #: Negotiated per request (results are tagged on ``resultType``), where the
-        #: schema defines ``server/discover``.
-        self.stateless = any(
-            node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
-            for node in self.defs.values()
+        #: schema defines ``server/discover`` (an extension's schema: where ``stateless``
+        #: says its revision is).
+        self.stateless = (
+            stateless
+            if stateless is not None
+            else any(
+                node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
+                for node in self.defs.values()
+            )
         )
 
     # -- references ---------------------------------------------------------------------
@@ -326,8 +334,11 @@ class SchemaLowering:
                 break
         else:
             if self.stateless and "resultType" in props and name.endswith("Result"):
+                const = props["resultType"].get("const")
                 struct.tag_field = "resultType"
-                struct.tag = RESULT_TYPE_TAGS.get(name, RESULT_COMPLETE)
+                struct.tag = (
+                    const if isinstance(const, str) else RESULT_TYPE_TAGS.get(name, RESULT_COMPLETE)
+                )
         fields: list[Field] = []
         for wire, prop in props.items():
             if wire == struct.tag_field:

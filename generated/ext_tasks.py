@@ -215,11 +215,12 @@ class CancelTaskRequestParams(msgspec.Struct, kw_only=True):
     task_id: str = msgspec.field(name="taskId")
 
 
-class CancelTaskResult(msgspec.Struct, kw_only=True):
+class CancelTaskResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
     """`CancelTaskResult`, as the schema defines it (it has no description)."""
 
+    result_type: ClassVar[str] = "complete"
+
     meta: ResultMetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
-    result_type: Literal["complete"] = msgspec.field(default="complete", name="resultType")
 
 
 class CancelledTask(msgspec.Struct, kw_only=True):
@@ -319,11 +320,12 @@ class CreateMessageResult(msgspec.Struct, kw_only=True):
     stop_reason: str | UnsetType = msgspec.field(default=UNSET, name="stopReason")
 
 
-class CreateTaskResult(msgspec.Struct, kw_only=True):
+class CreateTaskResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="task"):
     """`CreateTaskResult`, as the schema defines it (it has no description)."""
 
+    result_type: ClassVar[str] = "task"
+
     meta: ResultMetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
-    result_type: Literal["task"] = msgspec.field(default="task", name="resultType")
     task_id: str = msgspec.field(name="taskId")
     status: Literal["working"] | Literal["input_required"] | Literal["completed"] | Literal["failed"] | Literal["cancelled"]
     status_message: str | UnsetType = msgspec.field(default=UNSET, name="statusMessage")
@@ -1541,11 +1543,12 @@ class UpdateTaskRequestParams(msgspec.Struct, kw_only=True):
     input_responses: InputResponses = msgspec.field(name="inputResponses")
 
 
-class UpdateTaskResult(msgspec.Struct, kw_only=True):
+class UpdateTaskResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
     """`UpdateTaskResult`, as the schema defines it (it has no description)."""
 
+    result_type: ClassVar[str] = "complete"
+
     meta: ResultMetaObject | UnsetType = msgspec.field(default=UNSET, name="_meta")
-    result_type: Literal["complete"] = msgspec.field(default="complete", name="resultType")
 
 
 class WorkingTask(msgspec.Struct, kw_only=True):

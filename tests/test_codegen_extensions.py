@@ -186,3 +186,47 @@ def test_a_task_state_decodes_only_with_what_its_status_requires() -> None:
         type=ext_tasks.CreateTaskResult,
     )
     assert created.result_type == "task"
+
+
+def test_results_of_a_stateless_revision_are_tagged_on_their_result_type() -> None:
+    schema = _schema()
+    schema["$defs"]["CreateTaskResult"] = {
+        "allOf": [
+            {"$ref": "#/$defs/Result"},
+            _state("working"),
+            {
+                "type": "object",
+                "properties": {"resultType": {"type": "string", "const": "task"}},
+                "required": ["resultType"],
+            },
+        ]
+    }
+    tagged = build_extension("2026-07-28", schema, stateless=True).structs["CreateTaskResult"]
+    assert (tagged.tag_field, tagged.tag) == ("resultType", "task")
+    plain = build_extension("2026-07-28", schema).structs["CreateTaskResult"]
+    assert plain.tag_field is None
+
+
+def test_a_created_task_joins_the_tools_call_results_of_the_revision() -> None:
+    """What the runtime builds on: the extension's CreateTaskResult is told apart from
+    the core's tools/call results by its ``resultType``."""
+    from mcpspec import ext_tasks, v2026_07_28
+
+    decoder = msgspec.json.Decoder(
+        v2026_07_28.InputRequiredResult | v2026_07_28.CallToolResult | ext_tasks.CreateTaskResult
+    )
+    created = {
+        "resultType": "task",
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z",
+        "ttlMs": 60000,
+        "pollIntervalMs": 500,
+    }
+    task = decoder.decode(json.dumps(created))
+    assert isinstance(task, ext_tasks.CreateTaskResult) and task.poll_interval_ms == 500
+    assert msgspec.json.decode(msgspec.json.encode(task)) == created
+    done = decoder.decode(b'{"resultType": "complete", "content": []}')
+    assert isinstance(done, v2026_07_28.CallToolResult)
+    assert ext_tasks.CancelTaskResult.__struct_config__.tag == "complete"

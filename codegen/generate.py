@@ -16,7 +16,7 @@ from mcpspec.runtime.declared import ProtocolModel
 from .build import build_extension, build_module
 from .lowering import DISCOVER_METHOD
 from .model import Module
-from .patch import apply_errata, definitions_key, normalise_wire_form
+from .patch import apply_errata, definitions_key, inherit_request_meta, normalise_wire_form
 from .render import render_extension, render_module, render_revisions
 from .sources import default_schema_dir, read_pinned_extension, read_pinned_schema
 
@@ -121,9 +121,11 @@ def generate_extension(
     pin: ExtensionPin, out_dir: str | Path, schema_dir: str | Path | None = None
 ) -> GenerationReport:
     """Write ``out_dir/<pin.module>.py`` for the extension ``pin`` and report what it
-    holds. Extension schemas have no errata yet; their messages are already in wire form."""
+    holds. Extension schemas have no errata yet; their requests' params gain the
+    revision's ``_meta`` (:func:`~.patch.inherit_request_meta`)."""
     schema = read_pinned_extension(pin, default_schema_dir(schema_dir))
     revision, _, _, _ = load_wire_schema(pin.revision, schema_dir)
+    normalised = inherit_request_meta(schema, revision)
     stateless = any(
         node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
         for node in revision[definitions_key(revision)].values()
@@ -131,7 +133,7 @@ def generate_extension(
     module = build_extension(pin.revision, schema, stateless)
     source = render_extension(module, pin.extension, pin.sha256)
     Path(out_dir, pin.module + ".py").write_text(source, encoding="utf-8")
-    report = _report(module, 0, 0)
+    report = _report(module, 0, normalised)
     report.revision = pin.extension
     return report
 

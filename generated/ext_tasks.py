@@ -213,6 +213,7 @@ class CancelTaskRequestParams(msgspec.Struct, kw_only=True):
     """The `params` member of `CancelTaskRequest`."""
 
     task_id: str = msgspec.field(name="taskId")
+    meta: MetaObject = msgspec.field(default_factory=dict, name="_meta")
 
 
 class CancelTaskResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):
@@ -523,6 +524,7 @@ class GetTaskRequestParams(msgspec.Struct, kw_only=True):
     """The `params` member of `GetTaskRequest`."""
 
     task_id: str = msgspec.field(name="taskId")
+    meta: MetaObject = msgspec.field(default_factory=dict, name="_meta")
 
 
 class GetTaskResult(msgspec.Struct, kw_only=True):
@@ -1541,6 +1543,7 @@ class UpdateTaskRequestParams(msgspec.Struct, kw_only=True):
 
     task_id: str = msgspec.field(name="taskId")
     input_responses: InputResponses = msgspec.field(name="inputResponses")
+    meta: MetaObject = msgspec.field(default_factory=dict, name="_meta")
 
 
 class UpdateTaskResult(msgspec.Struct, kw_only=True, tag_field="resultType", tag="complete"):

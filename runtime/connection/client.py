@@ -50,6 +50,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode, show
+from mcpspec.runtime.extensions import TASKS
 from mcpspec.runtime.session.client import ClientSession
 from mcpspec.runtime.session.events import (
     NotificationReceived,
@@ -412,6 +413,8 @@ class Client:
             "info": info,
             "capabilities": capabilities,
             "limits": limits,
+            # Spoken (its methods known) in 2026-07-28; declared per task call only.
+            "extensions": (TASKS,),
         }
         self._on_log = on_log
         self._on_notification = on_notification

@@ -47,6 +47,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.extensions import KNOWN, TASKS
 
 from .context import Question, RequestContext
 from .errors import ConnectionClosed, RequestError
@@ -127,6 +128,10 @@ class TaskManager:
         #: The ``tasks/result`` requests waiting for a task, by task: their connection
         #: and id (where the task's questions go).
         self._waiting: dict[str, list[tuple[Any, RequestId]]] = {}
+        #: The extension's open questions of each task (key -> input request), and the
+        #: slots their answers land in.
+        self._asking: dict[str, dict[str, Any]] = {}
+        self._answers: dict[str, dict[str, tuple[anyio.Event, list[Any]]]] = {}
 
     # -- running ---------------------------------------------------------------------------
 
@@ -191,6 +196,9 @@ class TaskManager:
         running = self._running[record.task_id] = _Running(ctx.peer)
         task_ctx = TaskContext.of(ctx, self, record.task_id, running.handling)
         group.start_soon(self._run, record.task_id, task_ctx, work, current_principal.get())
+        if ctx.revision not in TASK_REVISIONS:
+            # The extension's CreateTaskResult: the task's fields flat in the result.
+            return msgspec.convert(extension_task(record), _ext().CreateTaskResult)
         types = ctx.types
         return types.CreateTaskResult(task=msgspec.convert(task_wire(record), types.Task))
 
@@ -224,16 +232,19 @@ class TaskManager:
                 else:
                     if result is CANCELLED:
                         return  # tasks/cancel set the status already
-                    status, message, outcome = self._ended(result)
+                    status, message, outcome = self._ended(
+                        result, ctx.revision not in TASK_REVISIONS
+                    )
         finally:
             with anyio.CancelScope(shield=True):
                 await self.set_status(task_id, status, message, outcome)
                 self._running.pop(task_id, None)
 
-    def _ended(self, result: Any) -> tuple[TaskStatus, str | None, bytes]:
+    def _ended(self, result: Any, extension: bool = False) -> tuple[TaskStatus, str | None, bytes]:
         """The status, message and outcome of a task whose work returned ``result``: a
-        tool's ``isError`` result fails it, a result over the bound fails it with an
-        error (its result could not be sent)."""
+        tool's ``isError`` result fails it (2025-11-25; the extension completes it, as
+        ``failed`` is for JSON-RPC errors there), a result over the bound fails it with
+        an error (its result could not be sent)."""
         data = msgspec.json.encode({"result": result})
         if len(data) > self._max_result:
             reason = (
@@ -246,7 +257,7 @@ class TaskManager:
                 data={"reason": reason, "size": len(data), "limit": self._max_result},
             )
             return "failed", reason, msgspec.json.encode({"error": error})
-        if getattr(result, "is_error", False) is True:
+        if getattr(result, "is_error", False) is True and not extension:
             return "failed", "the tool reported an error", data
         return "completed", None, data
 
@@ -373,6 +384,73 @@ class TaskManager:
         record = await self._owned(self.owner(ctx.peer), task_id)
         return msgspec.convert(task_wire(record), ctx.types.CancelTaskResult)
 
+    # -- the extension's requests (2026-07-28) ---------------------------------------------
+
+    async def detailed(self, ctx: RequestContext, task_id: str) -> Any:
+        """The extension's ``GetTaskResult`` of ``tasks/get``: the task, with its result,
+        its error or the questions it waits on inlined."""
+        record = await self._owned(self.owner(ctx.peer), task_id)
+        wire = extension_task(record)
+        wire["resultType"] = "complete"
+        if record.outcome is not None:
+            wire.update(msgspec.json.decode(record.outcome))
+        elif record.status == "input_required":
+            wire["inputRequests"] = self._asking.get(task_id, {})
+        return msgspec.convert(wire, _ext().GetTaskResult)
+
+    async def update(self, ctx: RequestContext, task_id: str, responses: Any) -> Any:
+        """The extension's ``tasks/update``: the answers to the task's outstanding
+        questions (keys not outstanding are ignored), then an empty acknowledgement."""
+        await self._owned(self.owner(ctx.peer), task_id)
+        waiting = self._answers.get(task_id)
+        if waiting is not None:
+            for key, response in dict(responses).items():
+                slot = waiting.get(key)
+                if slot is not None and not slot[0].is_set():
+                    slot[1].append(response)
+                    slot[0].set()
+        return _ext().UpdateTaskResult()
+
+    async def acknowledge_cancel(self, ctx: RequestContext, task_id: str) -> Any:
+        """The extension's ``tasks/cancel``: the task stopped and ``cancelled`` unless it
+        ended already; an empty acknowledgement either way (-32602 for no such task)."""
+        record = await self._owned(self.owner(ctx.peer), task_id)
+        if not record.terminal and await self.set_status(
+            task_id, "cancelled", "cancelled by the client"
+        ):
+            running = self._running.get(task_id)
+            if running is not None:
+                running.handling.cancel()
+        return _ext().CancelTaskResult()
+
+    async def ask_in_task(self, task_id: str, questions: dict[str, Any]) -> dict[str, Any]:
+        """Park the task ``task_id`` on ``questions`` (key -> input request, wire form)
+        until ``tasks/update`` answers each: ``input_required`` meanwhile, its
+        ``tasks/get`` listing the questions still open. The answers by key."""
+        slots: dict[str, tuple[anyio.Event, list[Any]]] = {
+            key: (anyio.Event(), []) for key in questions
+        }
+        asking = self._asking.setdefault(task_id, {})
+        asking.update(questions)
+        self._answers.setdefault(task_id, {}).update(slots)
+        answers: dict[str, Any] = {}
+        try:
+            await self.set_status(task_id, "input_required", "waiting for the client")
+            for key, (event, box) in slots.items():
+                await event.wait()
+                answers[key] = box[0]
+                asking.pop(key, None)
+        finally:
+            for key in questions:
+                asking.pop(key, None)
+                self._answers.get(task_id, {}).pop(key, None)
+            if not asking:
+                self._asking.pop(task_id, None)
+                self._answers.pop(task_id, None)
+            with anyio.CancelScope(shield=True):
+                await self.set_status(task_id, "working")
+        return answers
+
     def relay(self, task_id: str, peer: Any) -> RequestId | None:
         """The id of a ``tasks/result`` waiting for ``task_id`` on ``peer``, if any:
         the task's questions go with its answer."""
@@ -450,6 +528,28 @@ def task_wire(record: TaskRecord) -> dict[str, Any]:
     if record.status_message is not None:
         wire["statusMessage"] = record.status_message
     return wire
+
+
+def extension_task(record: TaskRecord) -> dict[str, Any]:
+    """``record`` as the extension's ``Task`` (``ttlMs``, ``pollIntervalMs``), the
+    ``resultType`` of a ``CreateTaskResult``."""
+    wire: dict[str, Any] = {
+        "resultType": "task",
+        "taskId": record.task_id,
+        "status": record.status,
+        "createdAt": _iso(record.created),
+        "lastUpdatedAt": _iso(record.updated),
+        "ttlMs": record.ttl_ms,
+        "pollIntervalMs": record.poll_interval_ms,
+    }
+    if record.status_message is not None:
+        wire["statusMessage"] = record.status_message
+    return wire
+
+
+def _ext() -> Any:
+    """The tasks extension's generated module (imported when a task of it is used)."""
+    return KNOWN[TASKS].module
 
 
 def _iso(seconds: float) -> str:

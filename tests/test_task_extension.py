@@ -11,7 +11,14 @@ import msgspec
 import pytest
 
 from mcpspec import ext_tasks
-from mcpspec.runtime.connection import Client, RequestError, Server, ToolError
+from mcpspec.runtime.connection import (
+    Client,
+    Question,
+    RequestContext,
+    RequestError,
+    Server,
+    ToolError,
+)
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
 
@@ -19,6 +26,7 @@ pytestmark = pytest.mark.anyio
 
 REVISION = "2026-07-28"
 GUARD = 20
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
 DECLARED = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
 
 
@@ -50,6 +58,14 @@ def build() -> tuple[Server, dict[str, Any]]:
     @server.tool()
     async def greet(name: str) -> str:
         return f"Hello, {name}!"
+
+    @server.tool(task="optional")
+    async def two_names(ctx: RequestContext) -> str:
+        first, second = await ctx.ask_all(
+            Question.elicit(message="first?", requested_schema=NAME, key="first"),
+            Question.elicit(message="second?", requested_schema=NAME, key="second"),
+        )
+        return f"{first.content['name']} and {second.content['name']}"
 
     return server, seen
 
@@ -185,3 +201,42 @@ def test_the_extension_joins_only_the_revision_it_is_for() -> None:
     assert "tasks/list" not in codec.requests and "tasks/result" not in codec.requests
     with pytest.raises(ValueError, match="unknown extensions"):
         known_extensions(["com.example/other"])
+
+
+async def update(client: Client, task_id: str, responses: dict[str, Any]) -> Any:
+    params = ext_tasks.UpdateTaskRequestParams(
+        task_id=task_id, input_responses=responses, meta=declared()
+    )
+    return await client.request(ext_tasks.UpdateTaskRequest(id=client.next_id(), params=params))
+
+
+async def asking(client: Client, task_id: str) -> Any:
+    with anyio.fail_after(GUARD):
+        while True:
+            task = await get(client, task_id)
+            if task.status == "input_required":
+                return task
+            assert task.status == "working", task
+            await anyio.sleep(0.01)
+
+
+async def test_a_task_asks_in_its_input_requests_and_resumes_on_update() -> None:
+    server, _ = build()
+    async with Client.in_memory(server, mode=REVISION, capabilities={"elicitation": {}}) as client:
+        meta = declared()
+        meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
+        created = await call(client, "two_names", meta)
+        waiting = await asking(client, created.task_id)
+        requests = msgspec.to_builtins(waiting.input_requests)
+        assert sorted(requests) == ["first", "second"]
+        assert requests["first"]["method"] == "elicitation/create"
+        answer = {"action": "accept", "content": {"name": "Ada"}}
+        ack = await update(client, created.task_id, {"first": answer, "never-asked": answer})
+        assert isinstance(ack, ext_tasks.UpdateTaskResult)
+        # Partly answered: still waiting, on the other question alone.
+        waiting = await asking(client, created.task_id)
+        assert sorted(msgspec.to_builtins(waiting.input_requests)) == ["second"]
+        await update(client, created.task_id, {"second": {**answer, "content": {"name": "Bo"}}})
+        done = await settled(client, created.task_id)
+        assert done.status == "completed"
+        assert done.result["content"][0]["text"] == "Ada and Bo"

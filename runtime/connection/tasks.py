@@ -49,7 +49,7 @@ from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import KNOWN, TASKS
 
-from .context import Question, RequestContext
+from .context import InputNeeded, Question, RequestContext
 from .errors import ConnectionClosed, RequestError
 from .handling import CANCELLED, Handling
 from .pagination import Pager
@@ -493,7 +493,12 @@ class TaskContext(RequestContext):
 
     async def ask_all(self, *questions: Question) -> list[Any]:
         """As :meth:`RequestContext.ask_all`, the task ``input_required`` meanwhile, the
-        questions naming the task in their ``_meta``."""
+        questions naming the task in their ``_meta`` (2025-11-25); in the extension the
+        open questions are the task's ``inputRequests`` until ``tasks/update`` answers
+        them (those answered before the task was created, in the request's rounds,
+        are answered already)."""
+        if self.revision not in TASK_REVISIONS:
+            return await self._ask_in_task(questions)
         tagged = [Question(q.method, self._tagged(q.params), q.key) for q in questions]
         manager = self._manager
         await manager.set_status(self.task_id, "input_required", "waiting for the client")
@@ -502,6 +507,27 @@ class TaskContext(RequestContext):
         finally:
             with anyio.CancelScope(shield=True):
                 await manager.set_status(self.task_id, "working")
+
+    async def _ask_in_task(self, questions: tuple[Question, ...]) -> list[Any]:
+        asked, keys = self._asked, None if self._keys is None else set(self._keys)
+        try:
+            return await RequestContext.ask_all(self, *questions)
+        except InputNeeded as need:
+            waiting = need.questions
+        wire = {key: msgspec.to_builtins(request) for key, (_, request) in waiting.items()}
+        answers = await self._manager.ask_in_task(self.task_id, wire)
+        codec = self._peer.session.codec
+        typed = dict(self._answers or {})
+        for key, (method, _) in waiting.items():
+            try:
+                typed[key] = codec.decode_result(method, msgspec.json.encode(answers[key]))
+            except Exception as exc:
+                raise RequestError.invalid_params(
+                    f"the answer to {key!r} is no {method} result: {exc}"
+                ) from None
+        self._answers = typed
+        self._asked, self._keys = asked, keys  # the same questions, asked again
+        return await RequestContext.ask_all(self, *questions)
 
     def _tagged(self, params: Any) -> dict[str, Any]:
         wire: dict[str, Any] = {}

@@ -150,12 +150,16 @@ class TaskManager:
                 self._group = None
                 group.cancel_scope.cancel()
 
-    def owner(self, peer: Any) -> str:
+    def owner(self, peer: Any, bearer: bool = False) -> str:
         """Whose the tasks created now are: the principal's (over HTTP with
-        authorization), else the connection's."""
+        authorization), else the connection's; with ``bearer`` (the extension, whose
+        requests each may come on a connection of their own) else anyone's who knows
+        the task's unguessable id."""
         principal = current_principal.get()
         if principal is not None:
             return "principal:" + principal.key
+        if bearer:
+            return "bearer"
         key = self._owners.get(peer)
         if key is None:
             key = self._owners[peer] = "session:" + secrets.token_hex(16)
@@ -180,7 +184,7 @@ class TaskManager:
         now = time.time()
         record = TaskRecord(
             task_id=secrets.token_urlsafe(16),
-            owner=self.owner(ctx.peer),
+            owner=self.owner(ctx.peer, ctx.revision not in TASK_REVISIONS),
             method=ctx.method,
             created=now,
             updated=now,
@@ -389,7 +393,7 @@ class TaskManager:
     async def detailed(self, ctx: RequestContext, task_id: str) -> Any:
         """The extension's ``GetTaskResult`` of ``tasks/get``: the task, with its result,
         its error or the questions it waits on inlined."""
-        record = await self._owned(self.owner(ctx.peer), task_id)
+        record = await self._owned(self.owner(ctx.peer, bearer=True), task_id)
         wire = extension_task(record)
         wire["resultType"] = "complete"
         if record.outcome is not None:
@@ -401,7 +405,7 @@ class TaskManager:
     async def update(self, ctx: RequestContext, task_id: str, responses: Any) -> Any:
         """The extension's ``tasks/update``: the answers to the task's outstanding
         questions (keys not outstanding are ignored), then an empty acknowledgement."""
-        await self._owned(self.owner(ctx.peer), task_id)
+        await self._owned(self.owner(ctx.peer, bearer=True), task_id)
         waiting = self._answers.get(task_id)
         if waiting is not None:
             for key, response in dict(responses).items():
@@ -414,7 +418,7 @@ class TaskManager:
     async def acknowledge_cancel(self, ctx: RequestContext, task_id: str) -> Any:
         """The extension's ``tasks/cancel``: the task stopped and ``cancelled`` unless it
         ended already; an empty acknowledgement either way (-32602 for no such task)."""
-        record = await self._owned(self.owner(ctx.peer), task_id)
+        record = await self._owned(self.owner(ctx.peer, bearer=True), task_id)
         if not record.terminal and await self.set_status(
             task_id, "cancelled", "cancelled by the client"
         ):

@@ -19,8 +19,10 @@ from mcpspec.runtime.connection import (
     Server,
     ToolError,
 )
+from mcpspec.runtime.connection.client_tasks import TaskHandle
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
+from mcpspec.runtime.session.misuse import RevisionError
 
 pytestmark = pytest.mark.anyio
 
@@ -240,3 +242,60 @@ async def test_a_task_asks_in_its_input_requests_and_resumes_on_update() -> None
         done = await settled(client, created.task_id)
         assert done.status == "completed"
         assert done.result["content"][0]["text"] == "Ada and Bo"
+
+
+async def test_the_client_runs_a_task_of_the_extension_with_a_handle() -> None:
+    server, seen = build()
+    async with Client.in_memory(server, mode=REVISION) as client:
+        handle = await client.call_tool("hold", {}, task=True)
+        assert handle.extension and handle.task.status == "working"
+        assert (await handle.status()).status == "working"
+        seen["gate"].set()
+        result = await handle.result(timeout=GUARD)
+        assert result.text == "released"
+        # The tool's error is a completed task's isError result; a protocol error raises.
+        broken = await client.call_tool("broken", {}, task=True)
+        assert (await broken.result(timeout=GUARD)).is_error
+        refused = await client.call_tool("refused", {}, task=True)
+        with pytest.raises(RequestError) as caught:
+            await refused.result(timeout=GUARD)
+        assert caught.value.error.code == ErrorCode.INVALID_PARAMS
+
+
+async def test_the_client_cancels_and_answers_the_questions_of_a_task() -> None:
+    server, _ = build()
+
+    async def elicit(params: Any, context: Any) -> Any:
+        return {"action": "accept", "content": {"name": params.message.rstrip("?")}}
+
+    async with Client.in_memory(server, mode=REVISION, elicitation=elicit) as client:
+        asking = await client.call_tool("two_names", {}, task=True)
+        assert (await asking.result(timeout=GUARD)).text == "first and second"
+        held = await client.call_tool("hold", {}, task=True)
+        assert isinstance(await held.cancel(), ext_tasks.CancelTaskResult)
+        assert (await held.wait(timeout=GUARD)).status == "cancelled"
+        with pytest.raises(RequestError):
+            await held.result(timeout=GUARD)
+
+
+async def test_a_task_call_needs_the_server_to_declare_the_extension() -> None:
+    bare = Server("bare")
+
+    @bare.tool()
+    async def one() -> str:
+        return "1"
+
+    async with Client.in_memory(bare, mode=REVISION) as client:
+        with pytest.raises(RevisionError, match="does not declare"):
+            await client.call_tool("one", {}, task=True)
+
+
+async def test_a_result_given_at_once_is_a_completed_task() -> None:
+    """A server may answer a declaring call with the result itself."""
+    server, _ = build()
+    async with Client.in_memory(server, mode=REVISION) as client:
+        types = client.types
+        answer = types.CallToolResult(content=[types.TextContent(text="now")])
+        handle = TaskHandle.of_extension(client, answer)
+        assert handle.done and handle.extension
+        assert (await handle.result(timeout=GUARD)).text == "now"

@@ -20,9 +20,12 @@ from mcpspec.runtime.connection import (
     ToolError,
 )
 from mcpspec.runtime.connection.client_tasks import TaskHandle
+from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
 from mcpspec.runtime.session.misuse import RevisionError
+
+from .http_kit import serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -299,3 +302,28 @@ async def test_a_result_given_at_once_is_a_completed_task() -> None:
         handle = TaskHandle.of_extension(client, answer)
         assert handle.done and handle.extension
         assert (await handle.result(timeout=GUARD)).text == "now"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_task_of_the_extension_over_stateless_http() -> None:
+    """Each request on a connection of its own: the task outlives the call that
+    created it, and is fetched, answered and cancelled by later ones (Mcp-Name
+    carrying its id)."""
+    server, seen = build()
+
+    async def elicit(params: Any, context: Any) -> Any:
+        return {"action": "accept", "content": {"name": "http"}}
+
+    async with (
+        serve_app(http_app(server)) as base,
+        Client.http(f"{base}/mcp", mode=REVISION, elicitation=elicit) as client,
+    ):
+        handle = await client.call_tool("hold", {}, task=True)
+        seen["gate"].set()
+        assert (await handle.result(timeout=GUARD)).text == "released"
+        asking = await client.call_tool("two_names", {}, task=True)
+        assert (await asking.result(timeout=GUARD)).text == "http and http"
+        seen["gate"] = anyio.Event()
+        held = await client.call_tool("hold", {}, task=True)
+        await held.cancel()
+        assert (await held.wait(timeout=GUARD)).status == "cancelled"

@@ -19,7 +19,7 @@ from .lowering import SchemaLowering
 from .model import Module, Struct, UnsupportedSchema
 from .unions import OWNED_UNIONS
 
-__all__ = ["OWNED_UNIONS", "UnsupportedSchema", "build_module"]
+__all__ = ["OWNED_UNIONS", "UnsupportedSchema", "build_extension", "build_module"]
 
 
 def build_module(revision: str, schema: dict[str, Any]) -> Module:
@@ -61,3 +61,30 @@ def _default_all_optional_params(module: Module) -> None:
             params = module.structs.get(f.type.name)
             if params is not None and _buildable_without_arguments(params):
                 struct.fields[index] = dataclasses.replace(f, default_factory=params.name)
+
+
+def build_extension(revision: str, schema: dict[str, Any], stateless: bool = False) -> Module:
+    """The model of one extension's schema: its definitions, its requests, input
+    requests (embedded without an ``id``) and notifications by method, and each
+    request's result (``XRequest`` -> ``XResult``).
+    An extension schema repeats the core definitions it uses; they are lowered again
+    so the module stands alone. ``stateless``: the revision is negotiated per request,
+    so results are tagged on ``resultType`` as that revision's are."""
+    lowering = SchemaLowering(revision, schema, stateless)
+    for name in lowering.defs:
+        lowering.ensure(name)
+    module = lowering.module
+    declared = set(module.structs) | set(module.aliases)
+    for struct in module.structs.values():
+        if struct.origin != "definition" or struct.tag_field != "method" or struct.tag is None:
+            continue
+        if any(f.wire == "id" for f in struct.fields):
+            module.client_requests[struct.tag] = struct.name
+            result = struct.name.removesuffix("Request") + "Result"
+            if result in declared:
+                module.results[struct.tag] = (result,)
+        elif struct.name.endswith("Request"):
+            module.input_requests[struct.tag] = struct.name
+        else:
+            module.server_notifications[struct.tag] = struct.name
+    return module

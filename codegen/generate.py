@@ -10,18 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec import module_name
-from mcpspec.codegen.schema import ERRATA, PINS, pin_for
+from mcpspec.codegen.schema import ERRATA, EXTENSION_PINS, PINS, ExtensionPin, pin_for
 from mcpspec.runtime.declared import ProtocolModel
 
-from .build import build_module
+from .build import build_extension, build_module
+from .lowering import DISCOVER_METHOD
 from .model import Module
-from .patch import apply_errata, normalise_wire_form
-from .render import render_module, render_revisions
-from .sources import default_schema_dir, read_pinned_schema
+from .patch import apply_errata, definitions_key, inherit_request_meta, normalise_wire_form
+from .render import render_extension, render_module, render_revisions
+from .sources import default_schema_dir, read_pinned_extension, read_pinned_schema
 
 __all__ = [
     "GenerationReport",
     "generate_all",
+    "generate_extension",
     "generate_revision",
     "load_wire_schema",
     "module_filename",
@@ -35,6 +37,7 @@ REVISIONS_FILE = "_revisions.py"
 class GenerationReport:
     """What one revision's generation produced."""
 
+    #: The revision, or the extension identifier of an extension's module.
     revision: str
     definitions: int
     structs: int
@@ -114,13 +117,34 @@ def generate_revision(
     return _report(module, errata, normalised)
 
 
+def generate_extension(
+    pin: ExtensionPin, out_dir: str | Path, schema_dir: str | Path | None = None
+) -> GenerationReport:
+    """Write ``out_dir/<pin.module>.py`` for the extension ``pin`` and report what it
+    holds. Extension schemas have no errata yet; their requests' params gain the
+    revision's ``_meta`` (:func:`~.patch.inherit_request_meta`)."""
+    schema = read_pinned_extension(pin, default_schema_dir(schema_dir))
+    revision, _, _, _ = load_wire_schema(pin.revision, schema_dir)
+    normalised = inherit_request_meta(schema, revision)
+    stateless = any(
+        node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
+        for node in revision[definitions_key(revision)].values()
+    )
+    module = build_extension(pin.revision, schema, stateless)
+    source = render_extension(module, pin.extension, pin.sha256)
+    Path(out_dir, pin.module + ".py").write_text(source, encoding="utf-8")
+    report = _report(module, 0, normalised)
+    report.revision = pin.extension
+    return report
+
+
 def generate_all(
     out_dir: str | Path,
     schema_dir: str | Path | None = None,
     extra: dict[str, Path] | None = None,
 ) -> list[GenerationReport]:
-    """Regenerate every pinned revision (plus ``extra``: revision -> schema file) and the
-    list of revisions (``_revisions.py``) into ``out_dir``."""
+    """Regenerate every pinned revision (plus ``extra``: revision -> schema file), the
+    list of revisions (``_revisions.py``) and every pinned extension into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     reports = [generate_revision(pin.revision, out, schema_dir) for pin in PINS]
@@ -128,4 +152,5 @@ def generate_all(
         reports.append(generate_revision(revision, out, schema_file=path))
     models = {r.revision: r.protocol_model for r in reports}
     (out / REVISIONS_FILE).write_text(render_revisions(models), encoding="utf-8")
+    reports += [generate_extension(pin, out, schema_dir) for pin in EXTENSION_PINS]
     return reports

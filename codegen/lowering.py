@@ -10,16 +10,23 @@ Rules, in the order they apply to an object schema:
 * An inline object becomes a Struct named ``<Owner><Property>``, the name later revisions
   give the same concept (``CallToolRequest.params`` -> ``CallToolRequestParams``).
 * A Struct with a constant ``method`` or ``type`` is tagged on it; in the stateless
-  revisions results are tagged on ``resultType``. Other constants are fields that default
-  to the constant.
+  revisions results are tagged on ``resultType`` (on its constant where the schema
+  gives one: an extension's ``CreateTaskResult`` is ``"task"``). Other constants are
+  fields that default to the constant.
 * A required ``_meta`` (2026-07-28 requests) defaults to an empty dict, so a message
   can be built before the session adds the per-request protocol fields.
 * ``number`` is ``int | float``, so ``5`` re-encodes as ``5``.
-* Unions follow :mod:`.unions`.
+* An object whose ``additionalProperties`` is ``{"not": {}}`` and that lists no
+  properties is an empty Struct (the extension capabilities of an extension schema).
+* Unions follow :mod:`.unions`. An inline union arm identical to a definition is that
+  definition (the TypeScript conversion inlines named arms). ``allOf`` of a base and a
+  union distributes: each arm joined with the base is a Struct named ``<Owner><Arm>``,
+  and the definition is the union of those.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcpspec.runtime.declared import RESULT_COMPLETE, RESULT_INPUT_REQUIRED
@@ -48,17 +55,25 @@ class SchemaLowering:
     """Lowers the definitions of one patched schema into ``module``, on demand: each
     definition once, what it references first."""
 
-    def __init__(self, revision: str, schema: dict[str, Any]) -> None:
+    def __init__(
+        self, revision: str, schema: dict[str, Any], stateless: bool | None = None
+    ) -> None:
         self.key = definitions_key(schema)
         self.defs: dict[str, Any] = schema[self.key]
         self.names = frozenset(self.defs)
         self.module = Module(revision=revision, definitions=len(self.defs))
         self.unions = UnionPlanner(self.module)
+        self._by_shape: dict[str, str] | None = None
         #: Negotiated per request (results are tagged on ``resultType``), where the
-        #: schema defines ``server/discover``.
-        self.stateless = any(
-            node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
-            for node in self.defs.values()
+        #: schema defines ``server/discover`` (an extension's schema: where ``stateless``
+        #: says its revision is).
+        self.stateless = (
+            stateless
+            if stateless is not None
+            else any(
+                node.get("properties", {}).get("method", {}).get("const") == DISCOVER_METHOD
+                for node in self.defs.values()
+            )
         )
 
     # -- references ---------------------------------------------------------------------
@@ -72,15 +87,44 @@ class SchemaLowering:
         return name, self.defs[name]
 
     @staticmethod
-    def is_open_object(node: dict[str, Any]) -> bool:
+    def is_closed_empty(node: dict[str, Any]) -> bool:
+        """An object that admits no member at all (``additionalProperties: {not: {}}``)."""
+        return node.get("additionalProperties") == {"not": {}} and not node.get("properties")
+
+    @classmethod
+    def is_open_object(cls, node: dict[str, Any]) -> bool:
+        if cls.is_closed_empty(node):
+            return False
         addl = node.get("additionalProperties")
         return addl not in (None, False) or not node.get("properties")
+
+    def named_arm(self, arm: dict[str, Any]) -> dict[str, Any]:
+        """``arm``, an inline object, as a reference to the definition it is identical
+        to, if any."""
+        if arm.get("type") != "object":
+            return arm
+        if self._by_shape is None:
+            self._by_shape = {}
+            for definition, node in self.defs.items():
+                shape = {k: v for k, v in node.items() if k != "$schema"}
+                self._by_shape.setdefault(json.dumps(shape, sort_keys=True), definition)
+        found = self._by_shape.get(json.dumps(arm, sort_keys=True))
+        return arm if found is None else {"$ref": f"#/{self.key}/{found}"}
+
+    @staticmethod
+    def distributed_union(node: dict[str, Any]) -> int | None:
+        """The index of the union part of an ``allOf`` that joins a base and a union."""
+        parts = node.get("allOf", [])
+        unions = [i for i, part in enumerate(parts) if "anyOf" in part and len(part) == 1]
+        return unions[0] if len(unions) == 1 else None
 
     def def_category(self, name: str) -> str:
         """``struct``, ``dict`` or ``alias`` for a named definition."""
         node = self.defs[name]
         if name.endswith("MetaObject"):
             return "dict"
+        if self.distributed_union(node) is not None:
+            return "alias"
         if "allOf" in node:
             return "struct"
         if node.get("type") == "object" or "properties" in node:
@@ -102,8 +146,12 @@ class SchemaLowering:
         if "enum" in node:
             return Type("literal", values=tuple(node["enum"]))
         if "anyOf" in node:
-            arms = [self.type_of(arm, owner, prop) for arm in node["anyOf"]]
+            arms = [self.type_of(self.named_arm(arm), owner, prop) for arm in node["anyOf"]]
             return self.unions.union(arms, f"{owner}.{prop}")
+        if self.distributed_union(node) is not None:
+            hoisted = owner + pascal_case(prop)
+            self.add_distributed(hoisted, f"The `{prop}` member of `{owner}`.", node)
+            return Type("ref", hoisted)
         if "allOf" in node:
             hoisted = owner + pascal_case(prop)
             self.add_struct(hoisted, node, origin="hoisted", about=(owner, prop))
@@ -172,6 +220,9 @@ class SchemaLowering:
         if name in ANY_UNIONS:
             self.module.aliases[name] = Alias(name, doc, ANY, "any")
             return
+        if self.distributed_union(node) is not None:
+            self.add_distributed(name, doc, node)
+            return
         if "anyOf" in node:
             self.add_union(name, doc, node["anyOf"])
             return
@@ -189,6 +240,7 @@ class SchemaLowering:
 
     def add_union(self, name: str, doc: str, arms_schema: list[dict[str, Any]]) -> None:
         """A named union: owned by the codec, tagged or plain, or merged."""
+        arms_schema = [self.named_arm(a) for a in arms_schema]
         arm_names = [self.deref(a)[0] for a in arms_schema]
         for arm in arm_names:
             if arm is not None:
@@ -205,8 +257,11 @@ class SchemaLowering:
                 kind,
             )
             return
+        self.add_union_of(name, doc, [self.type_of(a, name, "") for a in arms_schema])
+
+    def add_union_of(self, name: str, doc: str, arms: list[Type]) -> None:
+        """A named union of lowered ``arms``: tagged or plain, else merged."""
         unions = self.unions
-        arms = [self.type_of(a, name, "") for a in arms_schema]
         expanded = [m for a in arms for m in unions.expand(a)]
         if unions.compatible(expanded):
             tagged = any(unions.category(m) == "struct" for m in expanded) and len(expanded) > 1
@@ -218,6 +273,24 @@ class SchemaLowering:
             unions.add_merged(name, doc, [m.name for m in expanded])
             return
         raise UnsupportedSchema(f"{self.module.revision} {name}: untaggable union")
+
+    def add_distributed(self, name: str, doc: str, node: dict[str, Any]) -> None:
+        """``allOf`` of a base and a union, as the union of each arm joined with the base:
+        ``GetTaskResult`` = ``Result`` and one of the task states."""
+        index = self.distributed_union(node)
+        assert index is not None
+        parts = node["allOf"]
+        base = parts[:index] + parts[index + 1 :]
+        members: list[Type] = []
+        for position, arm in enumerate(parts[index]["anyOf"]):
+            arm = self.named_arm(arm)
+            arm_name = self.deref(arm)[0] or f"Arm{position}"
+            hoisted = name + arm_name
+            self.add_struct(
+                hoisted, {"allOf": [*base, arm]}, origin="hoisted", about=(name, arm_name)
+            )
+            members.append(Type("ref", hoisted))
+        self.add_union_of(name, doc, members)
 
     def object_parts(self, node: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """Properties and required names of an object or an ``allOf`` of objects."""
@@ -261,8 +334,11 @@ class SchemaLowering:
                 break
         else:
             if self.stateless and "resultType" in props and name.endswith("Result"):
+                const = props["resultType"].get("const")
                 struct.tag_field = "resultType"
-                struct.tag = RESULT_TYPE_TAGS.get(name, RESULT_COMPLETE)
+                struct.tag = (
+                    const if isinstance(const, str) else RESULT_TYPE_TAGS.get(name, RESULT_COMPLETE)
+                )
         fields: list[Field] = []
         for wire, prop in props.items():
             if wire == struct.tag_field:

@@ -12,7 +12,13 @@ from typing import Any
 
 from mcpspec.codegen.schema import Erratum
 
-__all__ = ["ErratumMismatch", "apply_errata", "definitions_key", "normalise_wire_form"]
+__all__ = [
+    "ErratumMismatch",
+    "apply_errata",
+    "definitions_key",
+    "inherit_request_meta",
+    "normalise_wire_form",
+]
 
 
 class ErratumMismatch(ValueError):
@@ -115,3 +121,33 @@ def _params_meta(defs: dict[str, Any], base: str) -> Any:
     inline = params.get("properties", {}).get("_meta")
     named = defs.get(f"{base}Params", {}).get("properties", {}).get("_meta")
     return inline if inline is not None else named
+
+
+def inherit_request_meta(extension: dict[str, Any], revision: dict[str, Any]) -> int:
+    """Give the inline params of an extension's requests the ``_meta`` every request
+    of its revision has (``RequestParams._meta``: required in 2026-07-28, where it
+    carries the per-request protocol version and client capabilities). An extension's
+    schema declares its requests on ``JSONRPCRequest`` alone, so their params lack it.
+    Edits ``extension`` in place and returns how many requests it changed."""
+    key = definitions_key(extension)
+    base = revision[definitions_key(revision)].get("RequestParams", {})
+    if "_meta" not in base.get("properties", {}):
+        return 0
+    required = "_meta" in base.get("required", [])
+    defs: dict[str, Any] = extension[key]
+    meta = {"$ref": f"#/{key}/MetaObject"} if "MetaObject" in defs else {"type": "object"}
+    request = f"#/{key}/JSONRPCRequest"
+    changed = 0
+    for node in defs.values():
+        parts = node.get("allOf", [])
+        if not any(part.get("$ref") == request for part in parts):
+            continue
+        for part in parts:
+            params = part.get("properties", {}).get("params", {})
+            if "properties" not in params or "_meta" in params["properties"]:
+                continue
+            params["properties"]["_meta"] = copy.deepcopy(meta)
+            if required:
+                params["required"] = sorted({*params.get("required", []), "_meta"})
+            changed += 1
+    return changed

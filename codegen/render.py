@@ -16,7 +16,7 @@ from mcpspec.runtime.declared import ProtocolModel
 from .model import Alias, Arm, Field, Module, Struct, Type
 from .naming import snake_case
 
-__all__ = ["GENERATED_HEADER", "render_module", "render_revisions"]
+__all__ = ["GENERATED_HEADER", "render_extension", "render_module", "render_revisions"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -63,6 +63,9 @@ RESERVED = frozenset(
         "CLIENT_NOTIFICATIONS",
         "SERVER_NOTIFICATIONS",
         "INPUT_REQUESTS",
+        "EXTENSION",
+        "REQUESTS",
+        "NOTIFICATIONS",
         "codec",
     }
 )
@@ -300,6 +303,23 @@ def render_module(module: Module, schema_sha256: str) -> str:
     template = _env(spelling).get_template("revision.py.j2")
     return template.render(
         m=module,
+        names=spelling,
+        sha256=schema_sha256,
+        structs=_struct_order(module.structs),
+        aliases=_alias_order(module.aliases),
+    )
+
+
+def render_extension(module: Module, extension: str, schema_sha256: str) -> str:
+    """The source of an extension's module (``mcpspec.ext_tasks``) for ``module``."""
+    clash = RESERVED & (set(module.structs) | set(module.aliases))
+    if clash:
+        raise ValueError(f"{extension}: definitions {sorted(clash)} clash with module names")
+    spelling = _Spelling(set(module.structs) | set(module.aliases))
+    template = _env(spelling).get_template("extension.py.j2")
+    return template.render(
+        m=module,
+        extension=extension,
         names=spelling,
         sha256=schema_sha256,
         structs=_struct_order(module.structs),

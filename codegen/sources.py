@@ -9,9 +9,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcpspec.codegen.schema import Pin
+from mcpspec.codegen.schema import ExtensionPin, Pin
 
-__all__ = ["SchemaHashMismatch", "SchemaNotFound", "default_schema_dir", "read_pinned_schema"]
+__all__ = [
+    "SchemaHashMismatch",
+    "SchemaNotFound",
+    "default_schema_dir",
+    "read_pinned_extension",
+    "read_pinned_schema",
+]
 
 ENV_VAR = "MCPSPEC_SCHEMA_DIR"
 #: The schemas beside a project checkout, relative to its root (the working directory).
@@ -48,7 +54,7 @@ def default_schema_dir(explicit: str | os.PathLike[str] | None = None) -> Path |
     return SHARED_SCHEMA_DIR if SHARED_SCHEMA_DIR.is_dir() else None
 
 
-def _verify(data: bytes, pin: Pin, source: str) -> bytes:
+def _verify(data: bytes, pin: Pin | ExtensionPin, source: str) -> bytes:
     actual = hashlib.sha256(data).hexdigest()
     if actual != pin.sha256:
         raise SchemaHashMismatch(source, pin.sha256, actual)
@@ -58,18 +64,33 @@ def _verify(data: bytes, pin: Pin, source: str) -> bytes:
 def read_pinned_schema(pin: Pin, schema_dir: Path | None) -> dict[str, Any]:
     """The parsed schema of ``pin.revision``, from ``schema_dir`` or else downloaded,
     after its sha256 was checked against the pin."""
+    local = None if schema_dir is None else schema_dir / pin.revision / "schema.json"
+    return _read(pin, schema_dir, local, f"revision {pin.revision}")
+
+
+def read_pinned_extension(pin: ExtensionPin, schema_dir: Path | None) -> dict[str, Any]:
+    """The parsed schema of the extension ``pin.extension``, from
+    ``schema_dir/extensions/<folder>`` or else downloaded, checked against the pin."""
+    local = None
     if schema_dir is not None:
-        path = schema_dir / pin.revision / "schema.json"
+        local = schema_dir / "extensions" / pin.folder / "schema.json"
+    return _read(pin, schema_dir, local, f"extension {pin.extension}")
+
+
+def _read(
+    pin: Pin | ExtensionPin, schema_dir: Path | None, path: Path | None, what: str
+) -> dict[str, Any]:
+    if schema_dir is not None and path is not None:
         if path.is_file():
             return _parse(_verify(path.read_bytes(), pin, str(path)))
         if os.environ.get(ENV_VAR) or schema_dir.is_dir():
-            raise SchemaNotFound(f"{path}: no such file (revision {pin.revision})")
+            raise SchemaNotFound(f"{path}: no such file ({what})")
     try:
         with urllib.request.urlopen(pin.download_url, timeout=60) as response:
             data = response.read()
     except OSError as exc:
         raise SchemaNotFound(
-            f"revision {pin.revision}: no local schema directory and download of "
+            f"{what}: no local schema directory and download of "
             f"{pin.download_url} failed ({exc}); pass --schema-dir or set {ENV_VAR}"
         ) from exc
     return _parse(_verify(data, pin, pin.download_url))

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from .errata import ERRATA, Erratum
 
-__all__ = ["ERRATA", "PINS", "UPSTREAM_REPOSITORY", "Erratum", "Pin", "pin_for"]
+__all__ = [
+    "ERRATA",
+    "EXTENSION_PINS",
+    "PINS",
+    "UPSTREAM_REPOSITORY",
+    "Erratum",
+    "ExtensionPin",
+    "Pin",
+    "pin_for",
+]
 
 UPSTREAM_REPOSITORY = "modelcontextprotocol/modelcontextprotocol"
 
@@ -85,3 +94,46 @@ def pin_for(revision: str) -> Pin:
         f"no pinned schema for revision {revision!r} (pinned: {known}); "
         "pass --schema for an unpinned one"
     )
+
+
+@dataclass(frozen=True)
+class ExtensionPin:
+    """One protocol extension's schema file, pinned like a revision's. Its module is
+    generated beside the revisions but nothing imports it unless the extension is used:
+    an extension is opt-in."""
+
+    #: The extension identifier declared under ``capabilities.extensions``.
+    extension: str
+    #: The protocol revision the extension is defined for.
+    revision: str
+    #: The module's file name in the generated package, without ``.py``.
+    module: str
+    #: The folder of the local copy, under ``<schema dir>/extensions/``.
+    folder: str
+    repository: str
+    upstream_path: str
+    commit: str
+    sha256: str
+
+    @property
+    def download_url(self) -> str:
+        """The raw file at the pinned commit, for machines without a local copy."""
+        return (
+            f"https://raw.githubusercontent.com/{self.repository}/"
+            f"{self.commit}/{self.upstream_path}"
+        )
+
+
+#: The extensions whose modules are generated. The tasks extension (SEP-2663) is a draft.
+EXTENSION_PINS: tuple[ExtensionPin, ...] = (
+    ExtensionPin(
+        "io.modelcontextprotocol/tasks",
+        "2026-07-28",
+        "ext_tasks",
+        "io.modelcontextprotocol-tasks",
+        "modelcontextprotocol/ext-tasks",
+        "schema/draft/schema.json",
+        "e4345978be1f602f1fc48d89051e8559dd5302a6",
+        "10933a5003097bbccb03d964e6a5f7a2819cc4d7a1d07e27c6765cbf5da35c5c",
+    ),
+)

@@ -58,7 +58,8 @@ def test_generation_is_deterministic_and_matches_the_committed_modules(
     generate_all(tmp_path, SCHEMA_DIR)
     names = sorted(p.name for p in fresh.glob("*.py"))
     assert names == sorted(p.name for p in tmp_path.glob("*.py"))
-    assert len(names) == 6  # five revisions and the list of revisions
+    # five revisions, the list of revisions and the tasks extension
+    assert len(names) == 7
     assert "__init__.py" not in names  # the package root is hand-written
     for name in names:
         assert (fresh / name).read_bytes() == (tmp_path / name).read_bytes(), name
@@ -87,8 +88,11 @@ def test_generate_prints_a_summary_per_revision(
 ) -> None:
     assert main(["generate", "--out", str(tmp_path), "--schema-dir", str(SCHEMA_DIR)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == list(mcpspec.REVISIONS)
-    assert "155 definitions" in lines[-1] and "errata applied: 6" in lines[-1]
+    assert [line.split(":")[0] for line in lines] == [
+        *mcpspec.REVISIONS,
+        "io.modelcontextprotocol/tasks",
+    ]
+    assert "155 definitions" in lines[-2] and "errata applied: 6" in lines[-2]
     assert all("Structs" in line and "unions:" in line for line in lines)
 
 

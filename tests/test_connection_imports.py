@@ -49,3 +49,21 @@ def test_every_exported_name_resolves() -> None:
 
     for name in connection.__all__:
         assert getattr(connection, name) is not None, name
+
+
+def test_the_task_api_is_exported() -> None:
+    import mcpspec.runtime.connection as connection
+    from mcpspec.runtime.connection import client_tasks, task_store, tasks
+
+    for name, module in (
+        ("TaskHandle", client_tasks),
+        ("TaskSettings", tasks),
+        ("TaskContext", tasks),
+        ("TaskStore", task_store),
+        ("MemoryTaskStore", task_store),
+        ("TaskRecord", task_store),
+        ("TaskStatus", task_store),
+        ("TaskStoreFull", task_store),
+    ):
+        assert name in connection.__all__
+        assert getattr(connection, name) is getattr(module, name), name

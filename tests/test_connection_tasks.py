@@ -16,6 +16,7 @@ import pytest
 from mcpspec.runtime import Limits
 from mcpspec.runtime.connection import (
     Client,
+    Peer,
     RequestContext,
     RequestError,
     Server,
@@ -24,8 +25,10 @@ from mcpspec.runtime.connection import (
 )
 from mcpspec.runtime.connection.client_tasks import TaskHandle
 from mcpspec.runtime.connection.http import AuthSettings, HttpSettings, Principal, http_app
+from mcpspec.runtime.connection.peer import MAX_FOLLOWED
 from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskRecord, TaskStoreFull
 from mcpspec.runtime.connection.tasks import RELATED_TASK, TaskSettings
+from mcpspec.runtime.session.client import ClientSession
 from mcpspec.runtime.session.misuse import LocalProtocolError
 
 from .http_app_kit import initialize, request, sse_messages
@@ -521,3 +524,47 @@ async def test_a_task_needs_the_server_running() -> None:
         with pytest.raises(RequestError) as refused:
             await client.call_tool("echo", {"text": "a"}, task=True)
         assert refused.value.code == -32603 and "server.running()" in refused.value.error.message
+
+
+async def test_progress_of_a_task_reaches_the_caller_after_the_task_was_created() -> None:
+    """The handler's progress comes after ``CreateTaskResult`` answered the call: the
+    caller's ``progress`` still gets it, for the task's lifetime."""
+    server = Server("tasks")
+    gate = anyio.Event()
+
+    @server.tool(task="optional")
+    async def steps(ctx: RequestContext) -> str:
+        await gate.wait()
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        return "done"
+
+    heard: list[tuple[float, str | None]] = []
+
+    async def progress(event: Any) -> None:
+        heard.append((event.progress, event.message))
+
+    async with Client.in_memory(server, mode=REVISION) as client:
+        handle = await client.call_tool("steps", {}, task=True, progress=progress)
+        gate.set()
+        with anyio.fail_after(GUARD):
+            await handle.wait()
+        assert handle.task.status == "completed"
+        assert heard == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
+        # Followed no longer once the task ended.
+        assert not handle._progress
+
+
+def test_the_requests_followed_for_progress_are_bounded() -> None:
+    end, _ = memory_pair()
+    peer = Peer(ClientSession(mode=REVISION), end)
+
+    async def heard(event: Any) -> None:
+        raise AssertionError("never called")
+
+    for request_id in range(MAX_FOLLOWED + 5):
+        peer.follow_progress(request_id, heard)
+    assert len(peer.followed) == MAX_FOLLOWED
+    assert 0 not in peer.followed and MAX_FOLLOWED + 4 in peer.followed
+    peer.unfollow_progress(MAX_FOLLOWED + 4)
+    assert MAX_FOLLOWED + 4 not in peer.followed

@@ -1107,3 +1107,18 @@ def test_deep_parameter_path() -> None:
     assert header_mismatch(lower(headers), body, params_of) is None
     tampered = {**lower(headers), "mcp-param-deep": "top"}
     assert "does not match" in (header_mismatch(tampered, body, params_of) or "")
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_a_task_request_mirrors_its_task_id_in_mcp_name(method: str) -> None:
+    """The tasks extension (SEP-2663, Streamable HTTP: Routing Headers)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    params = {"taskId": "t-42", "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    headers = {k.lower(): v for k, v in request_headers(body).items()}
+    assert headers["mcp-name"] == "t-42"
+    assert header_mismatch(headers, body) is None
+    reason = header_mismatch({**headers, "mcp-name": "t-43"}, body)
+    assert reason is not None and "Mcp-Name" in reason
+    missing = {k: v for k, v in headers.items() if k != "mcp-name"}
+    assert "missing" in (header_mismatch(missing, body) or "")

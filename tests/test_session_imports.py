@@ -20,6 +20,7 @@ CODEC_LAYER = [
     "declared",
     "envelope",
     "errors",
+    "extensions",
     "msgspec_errors",
     "unions",
     "unparsed_response",
@@ -52,6 +53,22 @@ def test_the_codec_layer_imports_no_layer_above_it() -> None:
     for name in CODEC_LAYER:
         loaded = _loaded_after(f"import mcpspec.runtime.{name}")
         assert [m for m in loaded if m.startswith(LAYERS_ABOVE)] == [], name
+
+
+def test_an_extension_module_is_imported_only_when_used() -> None:
+    """The tasks extension is opt-in: a session that does not speak it, and one of a
+    revision it is not for, never import its module."""
+    assert "mcpspec.ext_tasks" not in _loaded_after(
+        "from mcpspec.runtime import ServerSession; ServerSession(['2026-07-28'])"
+    )
+    assert "mcpspec.ext_tasks" not in _loaded_after(
+        "from mcpspec.runtime import ServerSession; "
+        "ServerSession(['2025-11-25'], extensions=['io.modelcontextprotocol/tasks'])"
+    )
+    assert "mcpspec.ext_tasks" in _loaded_after(
+        "from mcpspec.runtime import ServerSession; "
+        "ServerSession(['2026-07-28'], extensions=['io.modelcontextprotocol/tasks'])"
+    )
 
 
 def test_session_names_resolve_on_first_use() -> None:

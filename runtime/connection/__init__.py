@@ -21,6 +21,7 @@ imports this package.
 from __future__ import annotations
 
 from .client import Client, prompt_ref, resource_ref
+from .client_tasks import TaskHandle
 from .content import (
     Audio,
     Content,
@@ -49,6 +50,8 @@ from .resources import ResourceNotFound
 from .results import Completions, ToolFailed, ToolResult
 from .server import NotificationHandlerFn, RequestHandlerFn, Server, ServerConnection
 from .stdio import ProcessStream, StderrMode, launch_server, stdio_server_stream
+from .task_store import MemoryTaskStore, TaskRecord, TaskStatus, TaskStore, TaskStoreFull
+from .tasks import TaskContext, TaskSettings
 from .tools import Tool, ToolError
 from .transport import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -73,6 +76,7 @@ __all__ = [
     "LifespanNotRunning",
     "LogLevel",
     "MemoryMessageStream",
+    "MemoryTaskStore",
     "MessageStream",
     "MessageTooLarge",
     "NegotiationRefused",
@@ -95,6 +99,13 @@ __all__ = [
     "Server",
     "ServerConnection",
     "StderrMode",
+    "TaskContext",
+    "TaskHandle",
+    "TaskRecord",
+    "TaskSettings",
+    "TaskStatus",
+    "TaskStore",
+    "TaskStoreFull",
     "Tool",
     "ToolError",
     "ToolFailed",

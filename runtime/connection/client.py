@@ -50,6 +50,7 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode, show
+from mcpspec.runtime.extensions import KNOWN, TASKS
 from mcpspec.runtime.session.client import ClientSession
 from mcpspec.runtime.session.events import (
     NotificationReceived,
@@ -64,7 +65,14 @@ from mcpspec.runtime.session.rules import Rule
 from mcpspec.runtime.session.stateless import ACKNOWLEDGED, FILTER_FIELDS, LEVELS, subscription_of
 from mcpspec.runtime.session.version_negotiation import META_LOG_LEVEL, ClientMode
 
-from .client_tasks import TASK_METHODS, ClientTasks, TaskHandle, TaskWatch
+from .client_tasks import (
+    TASK_METHODS,
+    ClientTasks,
+    TaskHandle,
+    TaskWatch,
+    declaring_meta,
+    server_speaks_tasks,
+)
 from .errors import (
     CancelledByPeer,
     ConnectionClosed,
@@ -412,6 +420,8 @@ class Client:
             "info": info,
             "capabilities": capabilities,
             "limits": limits,
+            # Spoken (its methods known) in 2026-07-28; declared per task call only.
+            "extensions": (TASKS,),
         }
         self._on_log = on_log
         self._on_notification = on_notification
@@ -1079,8 +1089,12 @@ class Client:
     ) -> TaskHandle:
         types = self.types
         if getattr(types, "TaskMetadata", None) is None:
+            if self.revision in KNOWN[TASKS].revisions and server_speaks_tasks(self):
+                return await self._call_tool_in_extension(name, arguments, progress, timeout)
             raise RevisionError(
-                Rule.METHOD_NOT_FOUND, f"revision {self.revision} has no tasks in its core"
+                Rule.METHOD_NOT_FOUND,
+                f"revision {self.revision} has no tasks in its core, and the server does "
+                f"not declare the {TASKS} extension",
             )
         params = types.CallToolRequestParams(
             name=name,
@@ -1089,7 +1103,31 @@ class Client:
         )
         request = types.CallToolRequest(id=self.next_id(), params=params)
         created = await self.request(request, progress=progress, timeout=timeout)
-        return TaskHandle(self, created.task)
+        handle = TaskHandle(self, created.task)
+        if progress is not None and not handle.done:
+            # The handler's progress goes on after the answer, as long as the task.
+            handle.follow_progress(self._peer_now(), request.id, progress)
+        return handle
+
+    async def _call_tool_in_extension(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+    ) -> TaskHandle:
+        """``tools/call`` declaring the tasks extension on this request alone: the
+        server answers a task (or, its choice, the result at once: a handle of a
+        completed task then)."""
+        types = self.types
+        params = types.CallToolRequestParams(
+            name=name,
+            arguments=UNSET if arguments is None else dict(arguments),
+            meta=declaring_meta(self),
+        )
+        request = types.CallToolRequest(id=self.next_id(), params=params)
+        answer = await self.request(request, progress=progress, timeout=timeout)
+        return TaskHandle.of_extension(self, answer)
 
     def task(self, task_id: str) -> TaskHandle:
         """A handle of the task ``task_id`` (kept from an earlier connection, say);

@@ -17,6 +17,7 @@ The other way round, :class:`ClientTasks` runs the server's task-augmented
 from __future__ import annotations
 
 import contextlib
+import datetime
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -27,8 +28,10 @@ import anyio
 import anyio.abc
 import msgspec
 
-from mcpspec.runtime.envelope import ErrorObject
+from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.extensions import KNOWN, TASKS
+from mcpspec.runtime.session.version_negotiation import META_CLIENT_CAPABILITIES
 
 from .errors import RequestError
 from .handling import CANCELLED, Handling
@@ -38,8 +41,9 @@ from .tasks import RELATED_TASK, task_wire
 
 if TYPE_CHECKING:
     from .client import Client
+    from .peer import Peer, ProgressCallback
 
-__all__ = ["ClientTasks", "TaskHandle", "TaskWatch"]
+__all__ = ["ClientTasks", "TaskHandle", "TaskWatch", "declaring_meta", "server_speaks_tasks"]
 
 #: The statuses a task ends in.
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
@@ -76,17 +80,85 @@ class TaskWatch:
         return self.latest.pop(task_id, None)
 
 
-class TaskHandle:
-    """A task the server runs for one of this client's requests (see the module)."""
+def server_speaks_tasks(client: Client) -> bool:
+    """Whether the server declared the tasks extension (2026-07-28)."""
+    capabilities = client.capabilities
+    extensions = getattr(capabilities, "extensions", msgspec.UNSET)
+    return isinstance(extensions, dict) and TASKS in extensions
 
-    def __init__(self, client: Client, task: Any, method: str = "tools/call") -> None:
+
+def declaring_meta(client: Client) -> dict[str, Any]:
+    """A request's ``_meta`` declaring the client's capabilities with the tasks
+    extension added: the extension is declared on the requests that use it alone."""
+    capabilities = dict(client.session.capabilities)
+    capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS: {}}
+    return {META_CLIENT_CAPABILITIES: capabilities}
+
+
+class TaskHandle:
+    """A task the server runs for one of this client's requests (see the module).
+
+    In 2026-07-28 (the tasks extension) the same calls work: :meth:`status` is the
+    extension's ``tasks/get``, :meth:`wait` also answers the questions the task asks
+    (its ``inputRequests``, with the client's handlers, by ``tasks/update``),
+    :meth:`result` reads the result ``tasks/get`` inlines, :meth:`cancel` is
+    acknowledged (the task is ``cancelled`` once the server stopped it)."""
+
+    @classmethod
+    def of_extension(cls, client: Client, answer: Any) -> TaskHandle:
+        """The handle of what a ``tools/call`` declaring the extension answered: a
+        ``CreateTaskResult``, or a result at once (a task completed already)."""
+        if getattr(answer, "result_type", None) == "task":
+            return cls(client, answer, extension=True)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        done = KNOWN[TASKS].module.GetTaskResult(
+            result_type="complete",
+            task_id="",
+            status="completed",
+            created_at=now,
+            last_updated_at=now,
+            ttl_ms=None,
+            result=msgspec.to_builtins(answer),
+        )
+        return cls(client, done, extension=True)
+
+    def __init__(
+        self, client: Client, task: Any, method: str = "tools/call", *, extension: bool = False
+    ) -> None:
         self._client = client
+        #: Whether the task is the extension's (2026-07-28).
+        self.extension = extension
+        #: The keys of the questions answered already (the extension's).
+        self._answered: set[str] = set()
         #: The request the task runs (its result type).
         self.method = method
         #: The task's id.
         self.task_id: str = task.task_id
-        #: The task as last heard (a ``Task``, ``GetTaskResult`` or status params).
-        self.task: Any = task
+        #: The connection following the task's progress, and the request's id there.
+        self._progress: tuple[Peer[Any], RequestId] | None = None
+        self._task: Any = task
+
+    @property
+    def task(self) -> Any:
+        """The task as last heard (a ``Task``, ``GetTaskResult`` or status params)."""
+        return self._task
+
+    @task.setter
+    def task(self, task: Any) -> None:
+        self._task = task
+        if self._progress is not None and self.done:
+            peer, request_id = self._progress
+            peer.unfollow_progress(request_id)
+            self._progress = None
+
+    def follow_progress(
+        self, peer: Peer[Any], request_id: RequestId, progress: ProgressCallback
+    ) -> None:
+        """Give ``progress`` the progress the task's handler reports after the request
+        ``request_id`` on ``peer`` was answered with the task, until it is heard to
+        have ended."""
+        self._progress = (peer, request_id)
+        peer.follow_progress(request_id, progress)
 
     def __repr__(self) -> str:
         return f"TaskHandle({self.task_id!r}, status={self.task.status!r})"
@@ -98,8 +170,11 @@ class TaskHandle:
 
     @property
     def poll_interval(self) -> float:
-        """How often to ask (seconds): the server's ``pollInterval``, else one second."""
+        """How often to ask (seconds): the server's ``pollInterval`` (``pollIntervalMs``
+        in the extension), else one second."""
         interval = getattr(self.task, "poll_interval", msgspec.UNSET)
+        if interval is msgspec.UNSET:
+            interval = getattr(self.task, "poll_interval_ms", msgspec.UNSET)
         if not isinstance(interval, int) or isinstance(interval, bool):
             return DEFAULT_POLL
         return max(interval / 1000, MIN_POLL)
@@ -107,6 +182,12 @@ class TaskHandle:
     async def status(self, *, timeout: float | None = None) -> Any:
         """Ask the server (``tasks/get``): the ``GetTaskResult``."""
         client = self._client
+        if self.extension:
+            ext = KNOWN[TASKS].module
+            params = ext.GetTaskRequestParams(task_id=self.task_id, meta=declaring_meta(client))
+            request = ext.GetTaskRequest(id=client.next_id(), params=params)
+            self.task = await client.request(request, timeout=timeout)
+            return self.task
         types = client.types
         request = types.GetTaskRequest(
             id=client.next_id(), params=types.GetTaskRequestParams(task_id=self.task_id)
@@ -122,6 +203,8 @@ class TaskHandle:
         watch = self._client._task_watch
         with anyio.fail_after(timeout):
             while not self.done:
+                if self.extension and self.task.status == "input_required":
+                    await self._answer_questions()
                 heard = await watch.wait(self.task_id, self.poll_interval)
                 if heard is not None and heard.status in TERMINAL:
                     self.task = heard
@@ -129,11 +212,47 @@ class TaskHandle:
                 await self.status()
         return self.task
 
+    async def _answer_questions(self) -> None:
+        """Answer the task's open questions not answered yet (``tasks/update``)."""
+        client = self._client
+        asked = self.task.input_requests
+        if asked is msgspec.UNSET:
+            return
+        session = client.session
+        fresh = {
+            key: msgspec.convert(msgspec.to_builtins(ask), session.codec.input_requests[ask.method])
+            for key, ask in asked.items()
+            if key not in self._answered and ask.method in session.codec.input_requests
+        }
+        if not fresh:
+            return
+        answers = await client._answer_inputs(_Asked(fresh))
+        ext = KNOWN[TASKS].module
+        params = ext.UpdateTaskRequestParams(
+            task_id=self.task_id,
+            input_responses=msgspec.to_builtins(answers),
+            meta=declaring_meta(client),
+        )
+        await client.request(ext.UpdateTaskRequest(id=client.next_id(), params=params))
+        self._answered.update(fresh)
+
     async def result(self, *, timeout: float | None = None) -> ToolResult:
         """The outcome (``tasks/result``, which waits for the task to end): the
         :class:`ToolResult` of a ``tools/call``; the error the plain call would have
         had is raised as :class:`~mcpspec.runtime.connection.RequestError`."""
         client = self._client
+        if self.extension:
+            task = await self.wait(timeout=timeout)
+            if task.status == "failed":
+                raise RequestError(msgspec.convert(msgspec.to_builtins(task.error), ErrorObject))
+            if task.status != "completed":
+                raise RequestError.of(
+                    ErrorCode.INVALID_PARAMS,
+                    f"task {self.task_id!r} was {task.status}: it has no result",
+                    data={"taskId": self.task_id, "status": task.status},
+                )
+            raw = msgspec.json.encode(task.result)
+            return ToolResult(client.session.codec.decode_result(self.method, raw))
         types = client.types
         request = types.GetTaskPayloadRequest(
             id=client.next_id(), params=types.GetTaskPayloadRequestParams(task_id=self.task_id)
@@ -145,14 +264,28 @@ class TaskHandle:
     async def cancel(self, *, timeout: float | None = None) -> Any:
         """Cancel the task (``tasks/cancel``): its ``CancelTaskResult`` (status
         ``cancelled``). A task that ended already is refused by the server with
-        -32602 (:class:`~mcpspec.runtime.connection.RequestError`)."""
+        -32602 (:class:`~mcpspec.runtime.connection.RequestError`). The extension's
+        answer is an acknowledgement (the task ``cancelled`` once the server stopped it;
+        a task that ended already keeps its status)."""
         client = self._client
+        if self.extension:
+            ext = KNOWN[TASKS].module
+            params = ext.CancelTaskRequestParams(task_id=self.task_id, meta=declaring_meta(client))
+            return await client.request(
+                ext.CancelTaskRequest(id=client.next_id(), params=params), timeout=timeout
+            )
         types = client.types
         request = types.CancelTaskRequest(
             id=client.next_id(), params=types.CancelTaskRequestParams(task_id=self.task_id)
         )
         self.task = await client.request(request, timeout=timeout)
         return self.task
+
+
+class _Asked(msgspec.Struct):
+    """Questions as :meth:`Client._answer_inputs` takes them."""
+
+    input_requests: dict[str, Any]
 
 
 #: The requests of a server a client may run as tasks, by the capability path part.

@@ -103,6 +103,9 @@ ProgressCallback = Callable[[ProgressReceived], Awaitable[None] | None]
 #: Seconds a handler cancelled as the connection ends has to end before the stream is
 #: closed under it (it is then stuck writing to a peer that does not read).
 STUCK_GRACE: Final = 1.0
+#: The most requests whose progress is followed after their answer (tasks): the oldest
+#: is let go beyond it.
+MAX_FOLLOWED: Final = 1024
 
 
 async def _call(callback: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
@@ -189,6 +192,8 @@ class Peer(Generic[S]):
         #: The shield of the write under way (shielded writes only).
         self._writing: anyio.CancelScope | None = None
         self._waiters: dict[RequestId, _Waiter] = {}
+        #: Progress callbacks of answered requests whose work goes on (tasks), by id.
+        self._followed: dict[RequestId, ProgressCallback] = {}
         #: The handlers of the peer's requests running, by id.
         self._handling: dict[RequestId, Handling] = {}
         #: Set (and dropped) when a handler ends; made only while someone waits for it.
@@ -300,6 +305,25 @@ class Peer(Generic[S]):
     def next_id(self) -> int:
         """A request id not outstanding (``session.next_id()``)."""
         return self.session.next_id()
+
+    def follow_progress(self, request_id: RequestId, progress: ProgressCallback) -> None:
+        """Keep giving ``progress`` the progress of request ``request_id`` after its
+        answer: a task-augmented request's token lives as long as its task (the
+        session still reports it). At most :data:`MAX_FOLLOWED` requests are followed;
+        the oldest is let go beyond that."""
+        self._followed.pop(request_id, None)
+        self._followed[request_id] = progress
+        while len(self._followed) > MAX_FOLLOWED:
+            del self._followed[next(iter(self._followed))]
+
+    def unfollow_progress(self, request_id: RequestId) -> None:
+        """Stop :meth:`follow_progress` for ``request_id`` (its task ended)."""
+        self._followed.pop(request_id, None)
+
+    @property
+    def followed(self) -> frozenset[RequestId]:
+        """The answered requests whose progress is still followed."""
+        return frozenset(self._followed)
 
     async def _write(self, data: bytes, related: RequestId | None = None) -> None:
         """Write one message (the lock is held; ``related``: the peer's request it is
@@ -652,6 +676,8 @@ class Peer(Generic[S]):
                 waiter = self._waiters.get(event.request_id)
                 if waiter is not None and waiter.progress is not None:
                     await self._guarded(waiter.progress, event)
+                elif (followed := self._followed.get(event.request_id)) is not None:
+                    await self._guarded(followed, event)
             case RequestCancelled():
                 if isinstance(self.session, ClientSession) and self.session.model == "stateless":
                     # A 2026-07-28 server cancels only this side's subscriptions/listen.

@@ -40,6 +40,7 @@ from msgspec import UNSET
 import mcpspec
 from mcpspec.runtime.envelope import RequestId
 from mcpspec.runtime.errors import ErrorCode, show
+from mcpspec.runtime.extensions import KNOWN, TASKS
 from mcpspec.runtime.session.events import NotificationReceived, ProtocolViolation, RequestReceived
 from mcpspec.runtime.session.limits import DEFAULT_LIMITS, Limits
 from mcpspec.runtime.session.server import ServerSession
@@ -66,6 +67,7 @@ from .principal import current_principal, missing_scopes, sealing_key
 from .prompts import Prompts
 from .resources import Resources
 from .stdio import stdio_server_stream
+from .task_extension import declares_tasks, extension_era, missing_tasks_capability
 from .tasks import TASK_REVISIONS, TaskManager, TaskSettings
 from .tools import TaskSupport, Tool
 from .transport import MessageStream
@@ -103,7 +105,7 @@ _DECLARES: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
     "tasks/cancel": ("tasks", {"cancel": {}}),
 }
 #: The task methods a server with task-augmented tools answers.
-_TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+_TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update")
 
 
 @functools.cache
@@ -281,6 +283,7 @@ class Server(DeclaredFeatures):
             self._handlers["tasks/result"] = self._task_result
             self._handlers["tasks/list"] = self._list_tasks
             self._handlers["tasks/cancel"] = self._cancel_task
+            self._handlers["tasks/update"] = self._update_task
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -349,18 +352,34 @@ class Server(DeclaredFeatures):
                     f"tool {show(params.name)} runs only as a task (params.task)",
                     data={"taskSupport": "required"},
                 )
-            if task is not UNSET:
-                session = ctx.peer.session
+        elif tool.task_support is not None and ctx.revision in KNOWN[TASKS].revisions:
+            # The extension: a task when this request's client declared it, the tool's
+            # registration deciding (a legacy ``params.task`` is ignored).
+            if declares_tasks(ctx):
+                task = None
+            elif tool.task_support == "required":
+                raise missing_tasks_capability(f"tool {show(params.name)} runs only as a task")
+            else:
+                task = UNSET
+        if task is not UNSET:
+            session = ctx.peer.session
 
-                async def work(task_ctx: RequestContext) -> Any:
-                    result = await tool.call(arguments, task_ctx)
-                    return coerce_result(session, "tools/call", result)
+            async def work(task_ctx: RequestContext) -> Any:
+                result = await tool.call(arguments, task_ctx)
+                return coerce_result(session, "tools/call", result)
 
-                return await self._tasks.start(ctx, work, task.ttl)
+            return await self._tasks.start(ctx, work, None if task is None else task.ttl)
         return await tool.call(arguments, ctx)
 
     async def _get_task(self, request: Any, ctx: RequestContext) -> Any:
+        if extension_era(ctx):
+            return await self._tasks.detailed(ctx, request.params.task_id)
         return await self._tasks.get(ctx, request.params.task_id)
+
+    async def _update_task(self, request: Any, ctx: RequestContext) -> Any:
+        extension_era(ctx)  # the extension's alone
+        params = request.params
+        return await self._tasks.update(ctx, params.task_id, params.input_responses)
 
     async def _task_result(self, request: Any, ctx: RequestContext) -> Any:
         return await self._tasks.result(ctx, request.params.task_id)
@@ -370,7 +389,17 @@ class Server(DeclaredFeatures):
         return await self._tasks.list(ctx, None if params is UNSET else params.cursor)
 
     async def _cancel_task(self, request: Any, ctx: RequestContext) -> Any:
+        if extension_era(ctx):
+            return await self._tasks.acknowledge_cancel(ctx, request.params.task_id)
         return await self._tasks.cancel(ctx, request.params.task_id)
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The extensions the server speaks: the tasks extension once a tool runs as a
+        task (in 2026-07-28, where tasks left the core)."""
+        if any(tool.task_support is not None for tool in self._tools.values()):
+            return frozenset({TASKS})
+        return frozenset()
 
     @property
     def task_manager(self) -> TaskManager:
@@ -404,6 +433,8 @@ class Server(DeclaredFeatures):
                     derived[name]["listChanged"] = True
         if any(tool.task_support is not None for tool in self._tools.values()):
             derived.setdefault("tasks", {})["requests"] = {"tools": {"call": {}}}
+            # 2026-07-28 has no ``tasks`` capability: the extension is declared instead.
+            derived["extensions"] = {TASKS: {}}
         return derived
 
     # -- change notifications ---------------------------------------------------------------
@@ -449,6 +480,7 @@ class Server(DeclaredFeatures):
             capabilities=self.capabilities,
             instructions=self.instructions,
             limits=self.limits,
+            extensions=self.extensions,
         )
 
     # -- serving ------------------------------------------------------------------------------

@@ -47,8 +47,9 @@ from msgspec import UNSET
 
 from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
+from mcpspec.runtime.extensions import KNOWN, TASKS
 
-from .context import Question, RequestContext
+from .context import InputNeeded, Question, RequestContext
 from .errors import ConnectionClosed, RequestError
 from .handling import CANCELLED, Handling
 from .pagination import Pager
@@ -127,6 +128,10 @@ class TaskManager:
         #: The ``tasks/result`` requests waiting for a task, by task: their connection
         #: and id (where the task's questions go).
         self._waiting: dict[str, list[tuple[Any, RequestId]]] = {}
+        #: The extension's open questions of each task (key -> input request), and the
+        #: slots their answers land in.
+        self._asking: dict[str, dict[str, Any]] = {}
+        self._answers: dict[str, dict[str, tuple[anyio.Event, list[Any]]]] = {}
 
     # -- running ---------------------------------------------------------------------------
 
@@ -145,12 +150,16 @@ class TaskManager:
                 self._group = None
                 group.cancel_scope.cancel()
 
-    def owner(self, peer: Any) -> str:
+    def owner(self, peer: Any, bearer: bool = False) -> str:
         """Whose the tasks created now are: the principal's (over HTTP with
-        authorization), else the connection's."""
+        authorization), else the connection's; with ``bearer`` (the extension, whose
+        requests each may come on a connection of their own) else anyone's who knows
+        the task's unguessable id."""
         principal = current_principal.get()
         if principal is not None:
             return "principal:" + principal.key
+        if bearer:
+            return "bearer"
         key = self._owners.get(peer)
         if key is None:
             key = self._owners[peer] = "session:" + secrets.token_hex(16)
@@ -175,7 +184,7 @@ class TaskManager:
         now = time.time()
         record = TaskRecord(
             task_id=secrets.token_urlsafe(16),
-            owner=self.owner(ctx.peer),
+            owner=self.owner(ctx.peer, ctx.revision not in TASK_REVISIONS),
             method=ctx.method,
             created=now,
             updated=now,
@@ -191,6 +200,9 @@ class TaskManager:
         running = self._running[record.task_id] = _Running(ctx.peer)
         task_ctx = TaskContext.of(ctx, self, record.task_id, running.handling)
         group.start_soon(self._run, record.task_id, task_ctx, work, current_principal.get())
+        if ctx.revision not in TASK_REVISIONS:
+            # The extension's CreateTaskResult: the task's fields flat in the result.
+            return msgspec.convert(extension_task(record), _ext().CreateTaskResult)
         types = ctx.types
         return types.CreateTaskResult(task=msgspec.convert(task_wire(record), types.Task))
 
@@ -224,16 +236,19 @@ class TaskManager:
                 else:
                     if result is CANCELLED:
                         return  # tasks/cancel set the status already
-                    status, message, outcome = self._ended(result)
+                    status, message, outcome = self._ended(
+                        result, ctx.revision not in TASK_REVISIONS
+                    )
         finally:
             with anyio.CancelScope(shield=True):
                 await self.set_status(task_id, status, message, outcome)
                 self._running.pop(task_id, None)
 
-    def _ended(self, result: Any) -> tuple[TaskStatus, str | None, bytes]:
+    def _ended(self, result: Any, extension: bool = False) -> tuple[TaskStatus, str | None, bytes]:
         """The status, message and outcome of a task whose work returned ``result``: a
-        tool's ``isError`` result fails it, a result over the bound fails it with an
-        error (its result could not be sent)."""
+        tool's ``isError`` result fails it (2025-11-25; the extension completes it, as
+        ``failed`` is for JSON-RPC errors there), a result over the bound fails it with
+        an error (its result could not be sent)."""
         data = msgspec.json.encode({"result": result})
         if len(data) > self._max_result:
             reason = (
@@ -246,7 +261,7 @@ class TaskManager:
                 data={"reason": reason, "size": len(data), "limit": self._max_result},
             )
             return "failed", reason, msgspec.json.encode({"error": error})
-        if getattr(result, "is_error", False) is True:
+        if getattr(result, "is_error", False) is True and not extension:
             return "failed", "the tool reported an error", data
         return "completed", None, data
 
@@ -373,6 +388,73 @@ class TaskManager:
         record = await self._owned(self.owner(ctx.peer), task_id)
         return msgspec.convert(task_wire(record), ctx.types.CancelTaskResult)
 
+    # -- the extension's requests (2026-07-28) ---------------------------------------------
+
+    async def detailed(self, ctx: RequestContext, task_id: str) -> Any:
+        """The extension's ``GetTaskResult`` of ``tasks/get``: the task, with its result,
+        its error or the questions it waits on inlined."""
+        record = await self._owned(self.owner(ctx.peer, bearer=True), task_id)
+        wire = extension_task(record)
+        wire["resultType"] = "complete"
+        if record.outcome is not None:
+            wire.update(msgspec.json.decode(record.outcome))
+        elif record.status == "input_required":
+            wire["inputRequests"] = self._asking.get(task_id, {})
+        return msgspec.convert(wire, _ext().GetTaskResult)
+
+    async def update(self, ctx: RequestContext, task_id: str, responses: Any) -> Any:
+        """The extension's ``tasks/update``: the answers to the task's outstanding
+        questions (keys not outstanding are ignored), then an empty acknowledgement."""
+        await self._owned(self.owner(ctx.peer, bearer=True), task_id)
+        waiting = self._answers.get(task_id)
+        if waiting is not None:
+            for key, response in dict(responses).items():
+                slot = waiting.get(key)
+                if slot is not None and not slot[0].is_set():
+                    slot[1].append(response)
+                    slot[0].set()
+        return _ext().UpdateTaskResult()
+
+    async def acknowledge_cancel(self, ctx: RequestContext, task_id: str) -> Any:
+        """The extension's ``tasks/cancel``: the task stopped and ``cancelled`` unless it
+        ended already; an empty acknowledgement either way (-32602 for no such task)."""
+        record = await self._owned(self.owner(ctx.peer, bearer=True), task_id)
+        if not record.terminal and await self.set_status(
+            task_id, "cancelled", "cancelled by the client"
+        ):
+            running = self._running.get(task_id)
+            if running is not None:
+                running.handling.cancel()
+        return _ext().CancelTaskResult()
+
+    async def ask_in_task(self, task_id: str, questions: dict[str, Any]) -> dict[str, Any]:
+        """Park the task ``task_id`` on ``questions`` (key -> input request, wire form)
+        until ``tasks/update`` answers each: ``input_required`` meanwhile, its
+        ``tasks/get`` listing the questions still open. The answers by key."""
+        slots: dict[str, tuple[anyio.Event, list[Any]]] = {
+            key: (anyio.Event(), []) for key in questions
+        }
+        asking = self._asking.setdefault(task_id, {})
+        asking.update(questions)
+        self._answers.setdefault(task_id, {}).update(slots)
+        answers: dict[str, Any] = {}
+        try:
+            await self.set_status(task_id, "input_required", "waiting for the client")
+            for key, (event, box) in slots.items():
+                await event.wait()
+                answers[key] = box[0]
+                asking.pop(key, None)
+        finally:
+            for key in questions:
+                asking.pop(key, None)
+                self._answers.get(task_id, {}).pop(key, None)
+            if not asking:
+                self._asking.pop(task_id, None)
+                self._answers.pop(task_id, None)
+            with anyio.CancelScope(shield=True):
+                await self.set_status(task_id, "working")
+        return answers
+
     def relay(self, task_id: str, peer: Any) -> RequestId | None:
         """The id of a ``tasks/result`` waiting for ``task_id`` on ``peer``, if any:
         the task's questions go with its answer."""
@@ -415,7 +497,12 @@ class TaskContext(RequestContext):
 
     async def ask_all(self, *questions: Question) -> list[Any]:
         """As :meth:`RequestContext.ask_all`, the task ``input_required`` meanwhile, the
-        questions naming the task in their ``_meta``."""
+        questions naming the task in their ``_meta`` (2025-11-25); in the extension the
+        open questions are the task's ``inputRequests`` until ``tasks/update`` answers
+        them (those answered before the task was created, in the request's rounds,
+        are answered already)."""
+        if self.revision not in TASK_REVISIONS:
+            return await self._ask_in_task(questions)
         tagged = [Question(q.method, self._tagged(q.params), q.key) for q in questions]
         manager = self._manager
         await manager.set_status(self.task_id, "input_required", "waiting for the client")
@@ -424,6 +511,27 @@ class TaskContext(RequestContext):
         finally:
             with anyio.CancelScope(shield=True):
                 await manager.set_status(self.task_id, "working")
+
+    async def _ask_in_task(self, questions: tuple[Question, ...]) -> list[Any]:
+        asked, keys = self._asked, None if self._keys is None else set(self._keys)
+        try:
+            return await RequestContext.ask_all(self, *questions)
+        except InputNeeded as need:
+            waiting = need.questions
+        wire = {key: msgspec.to_builtins(request) for key, (_, request) in waiting.items()}
+        answers = await self._manager.ask_in_task(self.task_id, wire)
+        codec = self._peer.session.codec
+        typed = dict(self._answers or {})
+        for key, (method, _) in waiting.items():
+            try:
+                typed[key] = codec.decode_result(method, msgspec.json.encode(answers[key]))
+            except Exception as exc:
+                raise RequestError.invalid_params(
+                    f"the answer to {key!r} is no {method} result: {exc}"
+                ) from None
+        self._answers = typed
+        self._asked, self._keys = asked, keys  # the same questions, asked again
+        return await RequestContext.ask_all(self, *questions)
 
     def _tagged(self, params: Any) -> dict[str, Any]:
         wire: dict[str, Any] = {}
@@ -450,6 +558,28 @@ def task_wire(record: TaskRecord) -> dict[str, Any]:
     if record.status_message is not None:
         wire["statusMessage"] = record.status_message
     return wire
+
+
+def extension_task(record: TaskRecord) -> dict[str, Any]:
+    """``record`` as the extension's ``Task`` (``ttlMs``, ``pollIntervalMs``), the
+    ``resultType`` of a ``CreateTaskResult``."""
+    wire: dict[str, Any] = {
+        "resultType": "task",
+        "taskId": record.task_id,
+        "status": record.status,
+        "createdAt": _iso(record.created),
+        "lastUpdatedAt": _iso(record.updated),
+        "ttlMs": record.ttl_ms,
+        "pollIntervalMs": record.poll_interval_ms,
+    }
+    if record.status_message is not None:
+        wire["statusMessage"] = record.status_message
+    return wire
+
+
+def _ext() -> Any:
+    """The tasks extension's generated module (imported when a task of it is used)."""
+    return KNOWN[TASKS].module
 
 
 def _iso(seconds: float) -> str:

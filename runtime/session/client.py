@@ -24,6 +24,7 @@ from ..codec import DECODE_FAILURES
 from ..declared import ProtocolModel
 from ..envelope import ErrorObject, RequestId, ResultResponse
 from ..errors import ErrorCode, InvalidMessage
+from ..extensions import known_extensions
 from .capabilities import as_json
 from .core import Session
 from .events import (
@@ -489,7 +490,9 @@ class ClientSession(Session):
     ``revisions`` restricts the revisions accepted; ``info`` and ``capabilities`` are
     the client's identity and capabilities (generated values of any revision, or
     mappings); ``limits`` bound what the server can make the session hold
-    (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``).
+    (:class:`~mcpspec.runtime.session.limits.Limits`; the defaults when ``None``);
+    ``extensions`` the protocol extensions it speaks (their methods join the revision's;
+    a request declares one in its own ``_meta`` capabilities).
 
     Start with :meth:`start` (or send an ``initialize``/``server/discover`` request
     yourself); a client pinned to 2026-07-28 may send requests right away.
@@ -503,6 +506,7 @@ class ClientSession(Session):
         info: Any = None,
         capabilities: Any = None,
         limits: Limits | None = None,
+        extensions: Iterable[str] = (),
     ) -> None:
         accepted = accepted_revisions(revisions)
         if mode in accepted_revisions(None) and revisions is None:
@@ -517,7 +521,15 @@ class ClientSession(Session):
 
         phase = Phase.READY if plan == "stateless" else Phase.IDLE
         super().__init__(
-            Role.CLIENT, accepted, info, capabilities, phase, version, limits, negotiator
+            Role.CLIENT,
+            accepted,
+            info,
+            capabilities,
+            phase,
+            version,
+            limits,
+            negotiator,
+            known_extensions(extensions),
         )
         if plan == "stateless":
             self._terms.agree()

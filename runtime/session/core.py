@@ -72,6 +72,7 @@ class Session:
         revision: str,
         limits: Limits | None,
         negotiation: Callable[[Session], Negotiation],
+        extensions: frozenset[str] = frozenset(),
     ) -> None:
         self._limits = limits = DEFAULT_LIMITS if limits is None else limits
         self._role = role
@@ -80,7 +81,7 @@ class Session:
         self._progress = progress = ProgressTracker(limits.max_progress_tokens)
         self._subscriptions = subscriptions = Subscriptions()
         self._terms = terms = NegotiatedTerms(
-            role, accepted_revisions(revisions), info, capabilities, revision, limits
+            role, accepted_revisions(revisions), info, capabilities, revision, limits, extensions
         )
         self._violations = Violations(terms, pending, self._life, limits)
         parts = SessionParts(

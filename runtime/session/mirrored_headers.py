@@ -99,7 +99,15 @@ X_MCP_HEADER: Final = "x-mcp-header"
 
 #: The methods whose requests carry ``Mcp-Name``, and the ``params`` member it mirrors.
 NAMED_METHODS: Final[Mapping[str, str]] = MappingProxyType(
-    {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+    {
+        "tools/call": "name",
+        "prompts/get": "name",
+        "resources/read": "uri",
+        # The tasks extension (SEP-2663, "Streamable HTTP: Routing Headers").
+        "tasks/get": "taskId",
+        "tasks/update": "taskId",
+        "tasks/cancel": "taskId",
+    }
 )
 
 #: The markers around a Base64-encoded value (lower case, exactly so).
@@ -444,6 +452,7 @@ class _Params(msgspec.Struct):
 
     name: msgspec.Raw = msgspec.field(default_factory=_raw)
     uri: msgspec.Raw = msgspec.field(default_factory=_raw)
+    task_id: msgspec.Raw = msgspec.field(default_factory=_raw, name="taskId")
     arguments: msgspec.Raw = msgspec.field(default_factory=_raw)
     meta: _Meta | None = msgspec.field(default=None, name="_meta")
 
@@ -531,8 +540,8 @@ class _Message:
                 value = _value(raw, "params.name") if raw else None
                 self._name = _ABSENT if value is None else value
             return self._name
-        raw = self.params.uri
-        value = _value(raw, "params.uri") if raw else None
+        raw = self.params.task_id if member == "taskId" else self.params.uri
+        value = _value(raw, f"params.{member}") if raw else None
         return _ABSENT if value is None else value
 
     def arguments(self, params: Sequence[ParamHeader]) -> list[Any]:
@@ -728,9 +737,11 @@ def header_mismatch(
     matches nothing).
 
     The rules (the Streamable HTTP page, "Server Validation"): a request must carry
-    ``MCP-Protocol-Version``, ``Mcp-Method`` and, for ``tools/call``, ``prompts/get`` and
-    ``resources/read``, ``Mcp-Name``; each must equal its body value (method and version
-    exactly, ``Mcp-Name`` and ``Mcp-Param-*`` once decoded from the sentinel); a value
+    ``MCP-Protocol-Version``, ``Mcp-Method`` and, for ``tools/call``, ``prompts/get``,
+    ``resources/read`` and the tasks extension's ``tasks/get``, ``tasks/update`` and
+    ``tasks/cancel`` (``params.taskId``), ``Mcp-Name``; each must equal its body value
+    (method and version exactly, ``Mcp-Name`` and ``Mcp-Param-*`` once decoded from the
+    sentinel); a value
     holding characters a header value may not, or a malformed sentinel, is a mismatch.
     ``Mcp-Name`` on any other method has no source in the body and is ignored.
     For ``tools/call`` each annotation of ``params_of(params.name)`` is checked: the

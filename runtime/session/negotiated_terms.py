@@ -22,6 +22,7 @@ from mcpspec import module_name
 
 from ..codec import MAX_BATCH_MEMBERS, Codec
 from ..declared import RESULT_INPUT_REQUIRED
+from ..extensions import KNOWN, extended_codec
 from .capabilities import (
     CAPABILITY_PATHS,
     CLIENT_PROVIDED,
@@ -77,9 +78,9 @@ class _Revision(NamedTuple):
 
 
 @functools.cache
-def _revision(revision: str) -> _Revision:
+def _revision(revision: str, extensions: frozenset[str] = frozenset()) -> _Revision:
     module = importlib.import_module(module_name(revision))
-    codec: Codec = module.codec
+    codec: Codec = extended_codec(module.codec, extensions)
     input_methods = frozenset(
         method
         for method, result_type in codec.results.items()
@@ -112,8 +113,13 @@ class NegotiatedTerms:
         capabilities: Any,
         revision: str,
         limits: Limits,
+        extensions: frozenset[str] = frozenset(),
     ) -> None:
         self.role = role
+        #: The extensions this side speaks (their methods join the revision's), and the
+        #: modules of their messages (sent as the revision's own).
+        self.extensions = extensions
+        self.extension_modules = frozenset(KNOWN[name].module_name for name in extensions)
         self.peer_role = Role.CLIENT if role is Role.SERVER else Role.SERVER
         #: The revisions this side accepts, oldest first.
         self.accepted = accepted
@@ -148,7 +154,7 @@ class NegotiatedTerms:
 
     def use(self, revision: str) -> None:
         """Switch to ``revision``: its module, codec, protocol model and tables."""
-        facts = _revision(revision)
+        facts = _revision(revision, self.extensions)
         codec = self.codec = facts.codec
         self.module = facts.module
         self.model: Model = facts.model
@@ -245,7 +251,7 @@ class NegotiatedTerms:
         in use (it came before negotiation picked this one): that revision's codec,
         model and result classes, and ``result`` in its types (a result built with the
         types in use now is read again in them, when it can be)."""
-        facts = _revision(revision)
+        facts = _revision(revision, self.extensions)
         codec = facts.codec
         result_type = codec.result_type(method, task=task)
         classes = result_classes(result_type)
@@ -257,7 +263,7 @@ class NegotiatedTerms:
 
     def sends_in(self, revision: str, method: str) -> bool:
         """Whether this side sends requests of ``method`` in ``revision``."""
-        codec = _revision(revision).codec
+        codec = _revision(revision, self.extensions).codec
         own = codec.server_requests if self.role is Role.SERVER else codec.client_requests
         return method in own
 

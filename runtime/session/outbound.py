@@ -142,7 +142,10 @@ class Sender(MessagePath):
                 f"ErrorResponse; got {cls.__name__}"
             )
         terms = self._terms
-        if cls.__module__ != terms.module.__name__:
+        if (
+            cls.__module__ != terms.module.__name__
+            and cls.__module__ not in terms.extension_modules
+        ):
             self._other_revision(cls, method)
         request = hasattr(message, "id")
         if not request and progress_token is not None:

@@ -21,6 +21,7 @@ from msgspec import UNSET, Raw
 from ..codec import DECODE_FAILURES
 from ..envelope import ErrorObject, ErrorResponse, RequestId, ResultResponse
 from ..errors import ErrorCode, InvalidMessage
+from ..extensions import known_extensions
 from .capabilities import as_json
 from .core import Session
 from .events import Event, NotificationReceived, ProtocolViolation, RequestReceived, SessionReady
@@ -199,7 +200,9 @@ class ServerSession(Session):
     mapping); ``instructions`` go into the initialize and discover results built by
     :meth:`initialize_result` and :meth:`discover_result`; ``limits`` bound what the
     client can make the session hold (:class:`~mcpspec.runtime.session.limits.Limits`; the
-    defaults when ``None``).
+    defaults when ``None``); ``extensions`` the protocol extensions it speaks
+    (:mod:`mcpspec.runtime.extensions`: their methods join those of the revision they
+    are for).
 
     The first valid request decides the model: ``initialize`` starts the handshake
     (the answer is the requested version when accepted, else the newest accepted
@@ -215,6 +218,7 @@ class ServerSession(Session):
         capabilities: Any = None,
         instructions: str | None = None,
         limits: Limits | None = None,
+        extensions: Iterable[str] = (),
     ) -> None:
         accepted = accepted_revisions(revisions)
         handshake = [r for r in accepted if r in HANDSHAKE_REVISIONS]
@@ -227,7 +231,15 @@ class ServerSession(Session):
 
         phase, revision = (Phase.IDLE, handshake[-1]) if handshake else (Phase.READY, accepted[-1])
         super().__init__(
-            Role.SERVER, accepted, info, capabilities, phase, revision, limits, negotiator
+            Role.SERVER,
+            accepted,
+            info,
+            capabilities,
+            phase,
+            revision,
+            limits,
+            negotiator,
+            known_extensions(extensions),
         )
         if not handshake:
             self._terms.agree()

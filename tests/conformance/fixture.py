@@ -15,10 +15,19 @@ import base64
 import json
 from typing import Annotated, Any, Final
 
+import anyio
 import msgspec
 from msgspec import UNSET, Meta
 
-from mcpspec.runtime.connection import Question, RequestContext, Server, Tool, ToolError
+from mcpspec.runtime.connection import (
+    Question,
+    RequestContext,
+    RequestError,
+    Server,
+    Tool,
+    ToolError,
+)
+from mcpspec.runtime.errors import ErrorCode
 
 __all__ = ["AUDIO_BASE64", "IMAGE_BASE64", "build_server"]
 
@@ -120,6 +129,7 @@ def build_server(state_key: bytes | None = None) -> Server:
     _declare_content_tools(server)
     _declare_session_tools(server)
     _declare_input_tools(server)
+    _declare_task_tools(server)
     _declare_resources(server)
     _declare_prompts(server)
     return server
@@ -294,6 +304,48 @@ def _declare_session_tools(server: Server) -> None:
             },
         )
         return f"Elicitation completed: action={answer.action}, content={_content_json(answer)}"
+
+
+def _declare_task_tools(server: Server) -> None:
+    """The tools the tasks scenarios (the io.modelcontextprotocol/tasks extension,
+    SEP-2663) call: task tools run as tasks for a request declaring the extension."""
+
+    @server.tool(description="Greets by name, at once (never a task)")
+    async def greet(name: str = "World") -> str:
+        return f"Hello, {name}!"
+
+    @server.tool(description="Sleeps `seconds` then answers (a task)", task="optional")
+    async def slow_compute(seconds: float = 0, label: str = "") -> str:
+        await anyio.sleep(max(0.0, min(seconds, 300.0)))
+        return f"computed {label or 'result'} after {seconds}s"
+
+    @server.tool(description="Fails as a tool after about a second (a task only)", task="required")
+    async def failing_job() -> str:
+        await anyio.sleep(1)
+        raise ToolError("the job failed")
+
+    @server.tool(description="Breaks with a protocol error (a task)", task="optional")
+    async def protocol_error_job() -> str:
+        raise RequestError.of(ErrorCode.INTERNAL_ERROR, "the job broke")
+
+    @server.tool(description="Asks for a confirmation, then deletes (a task)", task="optional")
+    async def confirm_delete(ctx: RequestContext, path: str = "/tmp/example") -> str:
+        answer = await ctx.elicit(_form(f"Delete {path}?", confirm="boolean"))
+        confirmed = isinstance(answer.content, dict) and answer.content.get("confirm") is True
+        return f"deleted {path}" if confirmed else f"kept {path}"
+
+    @server.tool(description="Asks two questions at once (a task)", task="optional")
+    async def multi_input(ctx: RequestContext) -> str:
+        first, second = await ctx.ask_all(
+            Question.elicit(_form("First value?", value="string")),
+            Question.elicit(_form("Second value?", value="string")),
+        )
+        return f"first: {_field(first, 'value')}; second: {_field(second, 'value')}"
+
+    @server.tool(description="Asks the user's name, then runs as a task", task="required")
+    async def test_tool_with_task(ctx: RequestContext) -> str:
+        answer = await ctx.elicit(_form("What is your name?", user_name="string"), key="user_name")
+        return f"Hello, {_field(answer, 'user_name')}!"
 
 
 def _content_json(answer: Any) -> str:

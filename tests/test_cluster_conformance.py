@@ -18,9 +18,8 @@ import anyio
 import pytest
 
 from tests.cluster_stack import cluster_stack
-from tests.conformance.expected import EXPECTED
 from tests.conformance.suite import SERVER_SCRIPT, Run, Verdict, installed_suites, run_scenarios
-from tests.conformance.verdicts import RUNS, describe, failed_checks
+from tests.conformance.verdicts import RUNS, judge
 
 pytestmark = pytest.mark.cluster
 
@@ -63,14 +62,4 @@ def _verdicts(version: str, run: Run) -> dict[str, Verdict]:
 @needs_suite
 @pytest.mark.parametrize(("version", "run", "scenario"), _cases())
 def test_server_scenario_through_the_balancer(version: str, run: Run, scenario: str) -> None:
-    verdict = _verdicts(version, run).get(scenario)
-    assert verdict is not None, f"the suite wrote no verdict for {scenario}"
-    failed = failed_checks(verdict)
-    expected = EXPECTED.get((version, run.name, scenario))
-    if expected is None:
-        assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
-    else:
-        assert failed == expected.failing, (
-            f"{scenario} was expected to fail exactly {sorted(expected.failing)} "
-            f"({expected.reason}); it failed {sorted(failed)}:\n{describe(verdict)}"
-        )
+    judge(_verdicts(version, run), version, run, scenario)

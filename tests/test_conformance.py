@@ -34,7 +34,7 @@ import pytest
 
 from tests.conformance.expected import EXPECTED, Expected
 from tests.conformance.suite import Run, Verdict, installed_suites, run_scenarios
-from tests.conformance.verdicts import RUNS, describe, failed_checks
+from tests.conformance.verdicts import RUNS, judge
 
 pytestmark = pytest.mark.interop
 
@@ -68,17 +68,7 @@ def _verdicts(version: str, run: Run) -> dict[str, Verdict]:
 @needs_suite
 @pytest.mark.parametrize(("version", "run", "scenario"), _cases())
 def test_scenario(version: str, run: Run, scenario: str) -> None:
-    verdict = _verdicts(version, run).get(scenario)
-    assert verdict is not None, f"the suite wrote no verdict for {scenario}"
-    failed = failed_checks(verdict)
-    expected = EXPECTED.get((version, run.name, scenario))
-    if expected is None:
-        assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
-    else:
-        assert failed == expected.failing, (
-            f"{scenario} was expected to fail exactly {sorted(expected.failing)} "
-            f"({expected.reason}); it failed {sorted(failed)}:\n{describe(verdict)}"
-        )
+    judge(_verdicts(version, run), version, run, scenario)
 
 
 @needs_suite

@@ -20,7 +20,6 @@ from mcpspec.runtime.connection import (
     RequestContext,
     RequestError,
     Server,
-    ToolError,
     memory_pair,
 )
 from mcpspec.runtime.connection.client_tasks import TaskHandle
@@ -30,6 +29,7 @@ from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskRecord, T
 from mcpspec.runtime.connection.tasks import RELATED_TASK, TaskSettings
 from mcpspec.runtime.session.client import ClientSession
 from mcpspec.runtime.session.misuse import LocalProtocolError
+from tests.tasks_kit import add_task_tools
 
 from .http_app_kit import initialize, request, sse_messages
 from .http_kit import ACCEPT_BOTH, JSON, rpc, serve_app, serving
@@ -49,7 +49,7 @@ class Point(msgspec.Struct):
 def build(**options: Any) -> tuple[Server, dict[str, Any]]:
     """A server with task tools; ``seen`` records what they saw."""
     server = Server("tasks", **options)
-    seen: dict[str, Any] = {"cancelled": False, "gate": anyio.Event()}
+    seen = add_task_tools(server)
 
     @server.tool(task="optional")
     async def echo(text: str) -> str:
@@ -58,23 +58,6 @@ def build(**options: Any) -> tuple[Server, dict[str, Any]]:
     @server.tool(task="optional")
     async def point(x: int) -> Point:
         return Point(x, x + 1)
-
-    @server.tool(task="optional")
-    async def broken() -> str:
-        raise ToolError("it broke")
-
-    @server.tool(task="optional")
-    async def refused() -> str:
-        raise RequestError.invalid_params("not like that")
-
-    @server.tool(task="optional")
-    async def hold() -> str:
-        try:
-            await seen["gate"].wait()
-        except anyio.get_cancelled_exc_class():
-            seen["cancelled"] = True
-            raise
-        return "released"
 
     @server.tool(task="required")
     async def only_task(text: str) -> str:

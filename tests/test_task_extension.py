@@ -17,13 +17,13 @@ from mcpspec.runtime.connection import (
     RequestContext,
     RequestError,
     Server,
-    ToolError,
 )
 from mcpspec.runtime.connection.client_tasks import TaskHandle
 from mcpspec.runtime.connection.http import http_app
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
 from mcpspec.runtime.session.misuse import RevisionError
+from tests.tasks_kit import add_task_tools
 
 from .http_kit import serve_app
 
@@ -37,24 +37,7 @@ DECLARED = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS:
 
 def build() -> tuple[Server, dict[str, Any]]:
     server = Server("tasks")
-    seen: dict[str, Any] = {"gate": anyio.Event(), "cancelled": False}
-
-    @server.tool(task="optional")
-    async def hold() -> str:
-        try:
-            await seen["gate"].wait()
-        except anyio.get_cancelled_exc_class():
-            seen["cancelled"] = True
-            raise
-        return "released"
-
-    @server.tool(task="optional")
-    async def broken() -> str:
-        raise ToolError("it broke")
-
-    @server.tool(task="optional")
-    async def refused() -> str:
-        raise RequestError.invalid_params("not like that")
+    seen = add_task_tools(server)
 
     @server.tool(task="required")
     async def only_task() -> str:

@@ -6,6 +6,7 @@ raised (``client-raised``). Shared by the tests against one process
 
 from __future__ import annotations
 
+from tests.conformance.expected import EXPECTED
 from tests.conformance.suite import Run, Verdict
 
 __all__ = ["CLIENT_RAISED", "NOTHING_CHECKED", "NOT_FAILED", "RUNS", "describe", "failed_checks"]
@@ -50,3 +51,19 @@ def describe(verdict: Verdict) -> str:
     if verdict.client_stderr:
         lines.append("  client stderr (end): " + verdict.client_stderr.strip()[-600:])
     return "\n".join(lines)
+
+
+def judge(verdicts: dict[str, Verdict], version: str, run: Run, scenario: str) -> None:
+    """Assert that ``scenario`` of ``run`` passed, or failed exactly the checks
+    ``tests/conformance/expected.py`` lists for it (with the reason it gives)."""
+    verdict = verdicts.get(scenario)
+    assert verdict is not None, f"the suite wrote no verdict for {scenario}"
+    failed = failed_checks(verdict)
+    expected = EXPECTED.get((version, run.name, scenario))
+    if expected is None:
+        assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
+    else:
+        assert failed == expected.failing, (
+            f"{scenario} was expected to fail exactly {sorted(expected.failing)} "
+            f"({expected.reason}); it failed {sorted(failed)}:\n{describe(verdict)}"
+        )

@@ -11,9 +11,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from msgspec.structs import replace
 
+from mcpspec import ext_tasks
 from mcpspec.runtime.connection import Client, Server
 from mcpspec.runtime.connection.task_store import (
     MemoryTaskStore,
@@ -22,6 +24,7 @@ from mcpspec.runtime.connection.task_store import (
     TaskStoreFull,
 )
 from mcpspec.runtime.connection.tasks import TaskSettings
+from mcpspec.runtime.extensions import TASKS
 from tests.cluster_kit import redis_server
 
 pytestmark = pytest.mark.anyio
@@ -188,3 +191,32 @@ async def test_a_task_survives_the_server_that_ran_it(stores: Stores) -> None:
     record = await stores().get(handle.task_id)
     assert record is not None and record.status == "completed"
     assert record.outcome is not None and b"kept" in record.outcome
+
+
+async def test_another_worker_answers_for_a_task_of_the_extension(stores: Stores) -> None:
+    def worker() -> Server:
+        server = Server("tasks", tasks=TaskSettings(store=stores()))
+
+        @server.tool(task="optional")
+        async def echo(text: str) -> str:
+            return text
+
+        return server
+
+    first, second = worker(), worker()
+    declared: dict[str, Any] = {
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}
+    }
+    async with (
+        first.running(),
+        Client.in_memory(first, mode="2026-07-28") as client,
+    ):
+        handle = await client.call_tool("echo", {"text": "elsewhere"}, task=True)
+        assert handle.extension
+        assert (await handle.result(timeout=20)).text == "elsewhere"
+    # The first worker is gone: a client of the second one reads the task there.
+    async with Client.in_memory(second, mode="2026-07-28") as client:
+        params = ext_tasks.GetTaskRequestParams(task_id=handle.task_id, meta=declared)
+        got = await client.request(ext_tasks.GetTaskRequest(id=client.next_id(), params=params))
+        assert got.status == "completed"
+        assert msgspec.to_builtins(got.result)["content"][0]["text"] == "elsewhere"

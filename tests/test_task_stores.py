@@ -26,6 +26,7 @@ from mcpspec.runtime.connection.task_store import (
 from mcpspec.runtime.connection.tasks import TaskSettings
 from mcpspec.runtime.extensions import TASKS
 from tests.cluster_kit import redis_server
+from tests.http_kit import free_port
 
 pytestmark = pytest.mark.anyio
 #: redis-py runs on asyncio alone (the memory store runs on trio in test_connection_tasks).
@@ -220,3 +221,19 @@ async def test_another_worker_answers_for_a_task_of_the_extension(stores: Stores
         got = await client.request(ext_tasks.GetTaskRequest(id=client.next_id(), params=params))
         assert got.status == "completed"
         assert msgspec.to_builtins(got.result)["content"][0]["text"] == "elsewhere"
+
+
+@pytest.mark.cluster
+async def test_redis_down_is_store_unavailable_within_the_bound() -> None:
+    from mcpspec.runtime.connection.http.redis_tasks import redis_task_store
+    from mcpspec.runtime.connection.http.session_store import StoreUnavailable
+
+    store = redis_task_store(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
+    started = time.monotonic()
+    try:
+        for call in (store.create(task("a")), store.get("a"), store.list("o")):
+            with pytest.raises(StoreUnavailable):
+                await call
+    finally:
+        await store.aclose()
+    assert time.monotonic() - started < 5

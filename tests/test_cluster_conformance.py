@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from tests.cluster_stack import cluster_stack
+from tests.conformance.expected import EXPECTED_THROUGH_A_CLUSTER
 from tests.conformance.suite import SERVER_SCRIPT, Run, Verdict, installed_suites, run_scenarios
 from tests.conformance.verdicts import RUNS, judge
 
@@ -62,4 +63,4 @@ def _verdicts(version: str, run: Run) -> dict[str, Verdict]:
 @needs_suite
 @pytest.mark.parametrize(("version", "run", "scenario"), _cases())
 def test_server_scenario_through_the_balancer(version: str, run: Run, scenario: str) -> None:
-    judge(_verdicts(version, run), version, run, scenario)
+    judge(_verdicts(version, run), version, run, scenario, EXPECTED_THROUGH_A_CLUSTER)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-__all__ = ["EXPECTED", "Expected"]
+__all__ = ["EXPECTED", "EXPECTED_THROUGH_A_CLUSTER", "Expected"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,3 +99,27 @@ for _scenario in (
         "skills/list, so the suite skips every check",
         "SEP-2640 (an extension, not scored by the suite)",
     )
+
+
+#: Through several workers behind a balancer (``tests/test_cluster_conformance.py``):
+#: what fails against one process, and what fails only there.
+EXPECTED_THROUGH_A_CLUSTER: dict[tuple[str, str, str], Expected] = {
+    **EXPECTED,
+    **{
+        (version, run, "tasks-mrtr-input"): Expected(
+            frozenset(
+                {
+                    "sep-2663-tasks-get-status-input-required",
+                    "tasks-mrtr-partial-fulfillment",
+                    "tasks-mrtr-tasks-update-resumes",
+                }
+            ),
+            "the workers share tasks in Redis, but a running task's open questions and "
+            "the answers tasks/update brings are held by the worker that runs it: a "
+            "tasks/get or tasks/update that lands on another worker does not see them",
+            "SEP-2663 tasks/update: the server 'MUST' deliver the responses to the task "
+            "awaiting them (here: only when the request reaches the worker running it)",
+        )
+        for version, run in ALPHA_SERVER
+    },
+}

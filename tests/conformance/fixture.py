@@ -24,6 +24,7 @@ from mcpspec.runtime.connection import (
     RequestContext,
     RequestError,
     Server,
+    TaskSettings,
     Tool,
     ToolError,
 )
@@ -114,10 +115,11 @@ def _sampled_text(answer: Any) -> str:
     return text if isinstance(text, str) else "no response"
 
 
-def build_server(state_key: bytes | None = None) -> Server:
+def build_server(state_key: bytes | None = None, tasks: TaskSettings | None = None) -> Server:
     """The conformance fixture: every tool, resource, prompt and completion the suite's
     server scenarios call, for every revision the library speaks. ``state_key`` seals
-    ``requestState`` (workers of one cluster share it; else a random one)."""
+    ``requestState`` (workers of one cluster share it; else a random one); ``tasks``
+    says where tasks are kept (workers of one cluster share a store)."""
     server = Server(
         "mcpspec-conformance-fixture",
         "1.0.0",
@@ -125,6 +127,7 @@ def build_server(state_key: bytes | None = None) -> Server:
         list_changed=True,
         subscribe=True,
         state_key=state_key,
+        tasks=tasks,
     )
     _declare_content_tools(server)
     _declare_session_tools(server)

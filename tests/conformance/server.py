@@ -1,6 +1,7 @@
 """Serve the conformance fixture: ``python tests/conformance/server.py [--port N]``
 serves Streamable HTTP at ``/mcp`` on 127.0.0.1 (``--stdio``: stdin and stdout instead;
-``--redis URL``: as one worker of a cluster sharing its sessions in that Redis).
+``--redis URL``: as one worker of a cluster sharing its sessions and tasks in that
+Redis).
 
 The socket is bound and listening before the first line of stdout, ``PORT <n>``, is
 written: a parent that asked for port 0 reads the port there and connects at once.
@@ -33,7 +34,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     # The workers of a cluster share the key sealing ``requestState`` (configuration,
     # as in a deployment): a retry carrying it may land on any of them.
-    server = build_server(CLUSTER_STATE_KEY if args.redis else None)
+    tasks = None
+    if args.redis:
+        from mcpspec.runtime.connection.http.redis_tasks import redis_task_store
+        from mcpspec.runtime.connection.tasks import TaskSettings
+
+        tasks = TaskSettings(store=redis_task_store(args.redis))
+    server = build_server(CLUSTER_STATE_KEY if args.redis else None, tasks)
     if args.stdio:
         server.run()
         return

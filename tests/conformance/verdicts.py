@@ -6,7 +6,7 @@ raised (``client-raised``). Shared by the tests against one process
 
 from __future__ import annotations
 
-from tests.conformance.expected import EXPECTED
+from tests.conformance.expected import EXPECTED, Expected
 from tests.conformance.suite import Run, Verdict
 
 __all__ = ["CLIENT_RAISED", "NOTHING_CHECKED", "NOT_FAILED", "RUNS", "describe", "failed_checks"]
@@ -53,13 +53,19 @@ def describe(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def judge(verdicts: dict[str, Verdict], version: str, run: Run, scenario: str) -> None:
+def judge(
+    verdicts: dict[str, Verdict],
+    version: str,
+    run: Run,
+    scenario: str,
+    expectations: dict[tuple[str, str, str], Expected] = EXPECTED,
+) -> None:
     """Assert that ``scenario`` of ``run`` passed, or failed exactly the checks
-    ``tests/conformance/expected.py`` lists for it (with the reason it gives)."""
+    ``expectations`` (those of ``tests/conformance/expected.py``) list for it."""
     verdict = verdicts.get(scenario)
     assert verdict is not None, f"the suite wrote no verdict for {scenario}"
     failed = failed_checks(verdict)
-    expected = EXPECTED.get((version, run.name, scenario))
+    expected = expectations.get((version, run.name, scenario))
     if expected is None:
         assert not failed, f"{scenario} failed {sorted(failed)}:\n{describe(verdict)}"
     else:

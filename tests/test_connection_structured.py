@@ -4,9 +4,8 @@ it, the client's check of it and its typed result, and tool exceptions as isErro
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from typing import Annotated, Any, TypedDict
+from typing import Any, TypedDict
 
 import msgspec
 import pytest
@@ -20,27 +19,13 @@ from mcpspec.runtime.connection import (
     ToolFailed,
     ToolResult,
 )
+from tests.peers.structured_server import Place, Score, Weather
+from tests.peers.structured_server import build as structured_fixture
 
 ALL = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 STRUCTURED = ("2025-06-18", "2025-11-25", "2026-07-28")
 
 pytestmark = pytest.mark.anyio
-
-
-class Weather(msgspec.Struct):
-    city: str
-    celsius: Annotated[float, msgspec.Meta(ge=-90, le=60)]
-
-
-@dataclasses.dataclass
-class Place:
-    name: str
-    population: int
-
-
-class Score(TypedDict):
-    player: str
-    points: int
 
 
 class Page(TypedDict):
@@ -50,28 +35,9 @@ class Page(TypedDict):
 
 
 def weather_server() -> Server:
-    server = Server("weather", "1.0")
-
-    @server.tool()
-    async def weather(city: str) -> Weather:
-        return Weather(city, 21.5)
-
-    @server.tool()
-    async def place(name: str) -> Place:
-        return Place(name, 1000)
-
-    @server.tool()
-    async def score(player: str) -> Score:
-        return {"player": player, "points": 3}
-
-    @server.tool()
-    async def count(word: str) -> int:
-        return len(word)
-
-    @server.tool()
-    async def hot(city: str) -> Weather:
-        # Outside its own constraints: the check catches it before it is sent.
-        return Weather(city, 99.0)
+    """The interop peer's structured tools (``weather``, ``place``, ``score``, ``count``,
+    ``hot``, ``picture``) and those only these tests call."""
+    server = structured_fixture(None)
 
     @server.tool()
     async def liar(player: str) -> Score:

@@ -115,7 +115,10 @@ async def _start(app: App) -> None:
 
 
 class Caller:
-    """One app and the headers and bodies of its echo calls in one revision."""
+    """One app and the headers and bodies of its echo calls in one revision; its
+    batches are timed by ``clock`` (wall time)."""
+
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
 
     def __init__(self, app: App, revision: str) -> None:
         self.app = app
@@ -157,13 +160,13 @@ class Caller:
         """µs per request of ``calls`` echo calls (each answer checked)."""
         bodies = [self.body() for _ in range(calls)]
         headers, app = self.headers, self.app
-        started = time.perf_counter()
+        started = self.clock()
         for body in bodies:
             sent = await post(app, headers, body)
             # A server's loop turns between requests: what an app left for it to run
             # (a callback it scheduled and then cancelled) is dropped there.
             await asyncio.sleep(0)
-        elapsed = time.perf_counter() - started
+        elapsed = self.clock() - started
         answer = json.loads(sent[-1]["body"])
         if sent[0]["status"] != 200 or "hello" not in answer["result"]["content"][0]["text"]:
             raise AssertionError(f"the echo answered {sent}")

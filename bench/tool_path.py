@@ -37,7 +37,7 @@ HERE: Final = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from app_cost import Caller, _start, post  # noqa: E402
+from app_cost import Caller, _start  # noqa: E402
 
 from mcpspec.runtime.connection import Server  # noqa: E402
 from mcpspec.runtime.connection.http import http_app  # noqa: E402
@@ -69,18 +69,7 @@ def handler_server() -> Server:
 class CpuCaller(Caller):
     """A :class:`Caller` whose batches are timed in CPU time."""
 
-    async def batch(self, calls: int) -> float:
-        bodies = [self.body() for _ in range(calls)]
-        headers, app = self.headers, self.app
-        started = time.process_time()
-        for body in bodies:
-            sent = await post(app, headers, body)
-            await asyncio.sleep(0)
-        elapsed = time.process_time() - started
-        answer = json.loads(sent[-1]["body"])
-        if sent[0]["status"] != 200 or "hello" not in answer["result"]["content"][0]["text"]:
-            raise AssertionError(f"the echo answered {sent}")
-        return elapsed / calls * 1e6
+    clock = staticmethod(time.process_time)
 
 
 async def _callers(revision: str) -> dict[str, CpuCaller]:

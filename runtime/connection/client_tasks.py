@@ -37,7 +37,7 @@ from .errors import RequestError
 from .handling import CANCELLED, Handling
 from .results import ToolResult
 from .task_store import MemoryTaskStore, TaskRecord, TaskStatus, TaskStoreFull
-from .tasks import RELATED_TASK, task_wire
+from .tasks import RELATED_TASK, failed_outcome, task_wire
 
 if TYPE_CHECKING:
     from .client import Client
@@ -380,13 +380,7 @@ class ClientTasks:
                 message = f"{exc.error.code}: {exc.error.message}"
                 outcome = msgspec.json.encode({"error": exc.error})
             except Exception as exc:
-                message = f"internal error: {type(exc).__name__}"
-                error = ErrorObject(
-                    code=int(ErrorCode.INTERNAL_ERROR),
-                    message="Internal error",
-                    data={"exception": type(exc).__name__},
-                )
-                outcome = msgspec.json.encode({"error": error})
+                message, outcome = failed_outcome(exc)
             else:
                 if result is CANCELLED:
                     return

@@ -73,6 +73,17 @@ TASK_REVISIONS: Final = frozenset({"2025-11-25"})
 _ENVELOPE: Final = 1024
 
 
+def failed_outcome(exc: Exception) -> tuple[str, bytes]:
+    """The status message and the kept outcome (JSON) of a task whose work raised
+    ``exc``: -32603 naming the exception's type, nothing more of it."""
+    error = ErrorObject(
+        code=int(ErrorCode.INTERNAL_ERROR),
+        message="Internal error",
+        data={"exception": type(exc).__name__},
+    )
+    return f"internal error: {type(exc).__name__}", msgspec.json.encode({"error": error})
+
+
 @dataclass(frozen=True)
 class TaskSettings:
     """How a server keeps tasks: ``store`` (a :class:`MemoryTaskStore` unless given);
@@ -226,13 +237,7 @@ class TaskManager:
                     outcome = msgspec.json.encode({"error": exc.error})
                 except Exception as exc:
                     logger.exception("the task %s failed", task_id)
-                    message = f"internal error: {type(exc).__name__}"
-                    error = ErrorObject(
-                        code=int(ErrorCode.INTERNAL_ERROR),
-                        message="Internal error",
-                        data={"exception": type(exc).__name__},
-                    )
-                    outcome = msgspec.json.encode({"error": error})
+                    message, outcome = failed_outcome(exc)
                 else:
                     if result is CANCELLED:
                         return  # tasks/cancel set the status already

@@ -142,11 +142,14 @@ def table(medians: dict[str, dict[str, float]], rounds: int, clients: int, calls
     alone, shared = medians[STACKS[0][0]], medians[STACKS[1][0]]
     with_redis = shared["worker_us"] + shared["redis_us"]
     cost = with_redis - alone["worker_us"]
+    # CPU time comes from /proc in clock ticks (10 ms): a short run may see none.
+    ratio = (
+        f"x{with_redis / alone['worker_us']:.2f}" if alone["worker_us"] else "too short to measure"
+    )
     lines += [
         "",
         f"The Redis path costs {cost:,.0f} µs of server CPU per request "
-        f"({with_redis:,.0f} µs against {alone['worker_us']:,.0f} µs in process, "
-        f"x{with_redis / alone['worker_us']:.2f}).",
+        f"({with_redis:,.0f} µs against {alone['worker_us']:,.0f} µs in process, {ratio}).",
     ]
     return "\n".join(lines)
 

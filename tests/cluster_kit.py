@@ -23,16 +23,26 @@ from mcpspec.runtime.connection.http.event_store import MemoryEventStore
 from mcpspec.runtime.connection.http.session_bus import MemoryBus
 from mcpspec.runtime.connection.http.session_store import MemorySessionStore
 from mcpspec.runtime.connection.http.shared_sessions import Cluster
+from mcpspec.runtime.connection.task_store import TaskStore
+from mcpspec.runtime.connection.tasks import TaskSettings
 from tests.http_kit import free_port, serve_app, wait_listening
 
 #: The key every worker seals 2026-07-28 ``requestState`` with (shared configuration).
 STATE_KEY = b"cluster-test-state-key-0123456789"
 
 
-def cluster_server(seen: dict[str, Any]) -> Server:
+def cluster_server(seen: dict[str, Any], tasks: TaskStore | None = None) -> Server:
     """One worker's server (every worker runs the same code); ``seen`` is what the
-    test watches, shared by the workers of this process."""
-    server = Server("cluster-test", "1.0", list_changed=True, subscribe=True, state_key=STATE_KEY)
+    test watches, shared by the workers of this process; ``tasks``: where its tasks
+    are kept (with a task tool, ``hold_task``, when given)."""
+    server = Server(
+        "cluster-test",
+        "1.0",
+        list_changed=True,
+        subscribe=True,
+        state_key=STATE_KEY,
+        tasks=None if tasks is None else TaskSettings(store=tasks, poll_interval_ms=20),
+    )
 
     @server.tool()
     async def echo(text: str) -> str:
@@ -81,6 +91,18 @@ def cluster_server(seen: dict[str, Any]) -> Server:
             await ctx.report_progress(step + 1, count + 1, message=str(seen.get("name")))
         await seen["release"].wait()
         return "released"
+
+    if tasks is not None:
+
+        @server.tool(task="optional")
+        async def hold_task(ctx: RequestContext) -> str:
+            """As ``hold``, as a task: wait until released (or cancelled)."""
+            try:
+                await seen["release"].wait()
+            except anyio.get_cancelled_exc_class():
+                seen["task_cancelled"].set()
+                raise
+            return "released"
 
     @server.tool()
     async def touch() -> str:
@@ -194,10 +216,15 @@ class Workers(list[str]):
 
 @asynccontextmanager
 async def workers(
-    count: int, clusters: Callable[[], Cluster], seen: dict[str, Any], **settings: Any
+    count: int,
+    clusters: Callable[[], Cluster],
+    seen: dict[str, Any],
+    tasks: Callable[[], TaskStore] | None = None,
+    **settings: Any,
 ) -> AsyncIterator[Workers]:
-    """``count`` workers (apps of one cluster, each its own server) served by uvicorn,
-    each in a task of its own (so that any one stops alone)."""
+    """``count`` workers (apps of one cluster, each its own server, its tasks in the
+    store ``tasks`` gives when given) served by uvicorn, each in a task of its own (so
+    that any one stops alone)."""
     running = Workers()
 
     async def worker(*, task_status: anyio.abc.TaskStatus[str]) -> None:
@@ -205,7 +232,8 @@ async def workers(
         running.stops.append(stop)
         running.stopped.append(stopped)
         try:
-            app = http_app(cluster_server(seen), cluster=clusters(), **settings)
+            server = cluster_server(seen, None if tasks is None else tasks())
+            app = http_app(server, cluster=clusters(), **settings)
             running.apps.append(app)
             async with serve_app(app) as base:
                 task_status.started(base)

@@ -20,8 +20,10 @@ import pytest
 
 from mcpspec.runtime.connection import Client
 from mcpspec.runtime.connection.http.redis_store import redis_cluster
+from mcpspec.runtime.connection.http.redis_tasks import RedisTaskStore, redis_task_store
 from mcpspec.runtime.connection.http.shared_sessions import Cluster
 from mcpspec.runtime.connection.principal import Principal
+from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskStore
 from tests.cluster_kit import (
     RoundRobin,
     Workers,
@@ -44,16 +46,31 @@ GUARD = 15
 ANYIO_BACKENDS = ("asyncio",)
 
 
+#: A cluster per worker, and a task store per worker (each a view of the same).
+Joined = tuple[Callable[[], Cluster], Callable[[], TaskStore]]
+
+
 @asynccontextmanager
-async def redis_clusters(max_sessions: int = 10_000) -> AsyncIterator[Callable[[], Cluster]]:
+async def redis_clusters(max_sessions: int = 10_000) -> AsyncIterator[Joined]:
     async with redis_server() as url:
         # One cluster per worker, as in separate processes.
-        yield lambda: redis_cluster(url, timeout=2.0, max_sessions=max_sessions)
+        stores: list[RedisTaskStore] = []
+
+        def task_store() -> TaskStore:
+            stores.append(redis_task_store(url, poll_seconds=0.01))
+            return stores[-1]
+
+        try:
+            yield lambda: redis_cluster(url, timeout=2.0, max_sessions=max_sessions), task_store
+        finally:
+            for store in stores:
+                await store.aclose()
 
 
 @asynccontextmanager
-async def in_memory(max_sessions: int = 4096) -> AsyncIterator[Callable[[], Cluster]]:
-    yield memory_clusters(max_sessions)
+async def in_memory(max_sessions: int = 4096) -> AsyncIterator[Joined]:
+    store = MemoryTaskStore()
+    yield memory_clusters(max_sessions), lambda: store
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.cluster)])
@@ -68,11 +85,16 @@ def seen() -> dict[str, Any]:
 
 @asynccontextmanager
 async def cluster(
-    joined: Any, seen: dict[str, Any], count: int = 2, max_sessions: int = 4096, **settings: Any
+    joined: Any,
+    seen: dict[str, Any],
+    count: int = 2,
+    max_sessions: int = 4096,
+    tasks: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[tuple[Workers, httpx.AsyncClient]]:
     async with (
-        joined(max_sessions) as clusters,
-        workers(count, clusters, seen, **settings) as bases,
+        joined(max_sessions) as (clusters, task_stores),
+        workers(count, clusters, seen, task_stores if tasks else None, **settings) as bases,
         httpx.AsyncClient(timeout=GUARD) as http,
     ):
         yield bases, http
@@ -281,6 +303,47 @@ async def test_a_cancellation_reaches_the_worker_running_the_request(
                     await http.post(f"{b}/mcp", json=cancel, headers=headers)
                 ).status_code == 202
                 await seen["cancelled"].wait()
+
+
+async def test_a_sessions_tasks_are_its_own_on_every_worker(
+    joined: Any, seen: dict[str, Any]
+) -> None:
+    # Without authorization a 2025-11-25 task is its session's: each worker serves a
+    # copy of the session (a connection of its own) and still finds the task.
+    seen["task_cancelled"] = anyio.Event()
+    async with cluster(joined, seen, tasks=True) as ([a, b], http):
+        headers = await open_session(http, a, initialized=b)
+        other = await open_session(http, b, initialized=a)
+
+        async def ask(base: str, method: str, params: Any, head: Any = headers) -> Any:
+            reply = await http.post(f"{base}/mcp", json=rpc(method, params, 7), headers=head)
+            [answer] = [m for m in messages_of(reply) if m.get("id") == 7]
+            return answer
+
+        with anyio.fail_after(GUARD):
+            held = {"name": "hold_task", "arguments": {}, "task": {"ttl": 60_000}}
+            created = await ask(a, "tools/call", held)
+            task_id = created["result"]["task"]["taskId"]
+            got = await ask(b, "tasks/get", {"taskId": task_id})
+            assert got["result"]["status"] == "working"
+            listed = await ask(b, "tasks/list", {})
+            assert [t["taskId"] for t in listed["result"]["tasks"]] == [task_id]
+            # Another session knows nothing of it, on any worker.
+            for base in (a, b):
+                assert (await ask(base, "tasks/get", {"taskId": task_id}, other))["error"]
+            # Cancelled through the worker that does not run it: the work stops there.
+            cancelled = await ask(b, "tasks/cancel", {"taskId": task_id})
+            assert cancelled["result"]["status"] == "cancelled"
+            await seen["task_cancelled"].wait()
+            assert (await ask(a, "tasks/get", {"taskId": task_id}))["result"]["status"] == (
+                "cancelled"
+            )
+            # Run on one worker, its result awaited on the other.
+            created = await ask(a, "tools/call", held)
+            task_id = created["result"]["task"]["taskId"]
+            seen["release"].set()
+            result = await ask(b, "tasks/result", {"taskId": task_id})
+            assert result["result"]["content"] == [{"type": "text", "text": "released"}]
 
 
 async def test_a_get_stream_gets_the_changes_announced_on_another_worker(

@@ -20,6 +20,8 @@ from mcpspec.runtime.connection import (
 )
 from mcpspec.runtime.connection.client_tasks import TaskHandle
 from mcpspec.runtime.connection.http import http_app
+from mcpspec.runtime.connection.task_store import MemoryTaskStore, TaskRecord, TaskStore
+from mcpspec.runtime.connection.tasks import TaskSettings
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
 from mcpspec.runtime.session.misuse import RevisionError
@@ -310,3 +312,85 @@ async def test_a_task_of_the_extension_over_stateless_http() -> None:
         held = await client.call_tool("hold", {}, task=True)
         await held.cancel()
         assert (await held.wait(timeout=GUARD)).status == "cancelled"
+
+
+class _StatusLog(MemoryTaskStore):
+    """A memory store noting every status a task is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.statuses: list[str] = []
+
+    async def update(self, record: TaskRecord) -> bool:
+        self.statuses.append(record.status)
+        return await super().update(record)
+
+
+def asks_first(store: TaskStore | None = None) -> tuple[Server, dict[str, int]]:
+    """A server whose task tool asks the user's name in the request's rounds, then
+    becomes a task (``ctx.start_task()``); ``runs`` counts each part's runs."""
+    server = Server(
+        "tasks", tasks=TaskSettings(store=store if store is not None else MemoryTaskStore())
+    )
+    runs = {"before": 0, "after": 0}
+
+    @server.tool(task="optional", ask_before_task=True)
+    async def greet_later(ctx: RequestContext) -> str:
+        runs["before"] += 1
+        answer = await ctx.elicit(message="name?", requested_schema=NAME, key="name")
+        ctx.start_task()
+        runs["after"] += 1
+        return f"Hello, {answer.content['name']}!"
+
+    return server, runs
+
+
+async def test_a_tool_that_asks_before_its_task_asks_in_rounds_then_creates_it() -> None:
+    store = _StatusLog()
+    server, runs = asks_first(store)
+    asked: list[str] = []
+
+    async def elicit(params: Any, context: Any) -> Any:
+        asked.append(params.message)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with (
+        server.running(),
+        Client.in_memory(server, mode=REVISION, elicitation=elicit) as client,
+    ):
+        # Round one asks (InputRequiredResult, no task); round two, answered, is the
+        # CreateTaskResult; the task runs the handler again with the answer given.
+        handle = await client.call_tool("greet_later", {}, task=True)
+        assert handle.extension and handle.task_id
+        assert (await handle.result(timeout=GUARD)).text == "Hello, Ada!"
+    assert asked == ["name?"]
+    assert runs == {"before": 3, "after": 1}
+    # The task itself never waited on the client.
+    assert "input_required" not in store.statuses and store.statuses[-1] == "completed"
+
+
+async def test_before_its_task_a_call_is_a_plain_one_and_2025_11_25_starts_at_once() -> None:
+    server, runs = asks_first()
+
+    async def elicit(params: Any, context: Any) -> Any:
+        return {"action": "accept", "content": {"name": "Bo"}}
+
+    async with server.running():
+        # Without the extension declared: a plain call, start_task() does nothing.
+        async with Client.in_memory(server, mode=REVISION, elicitation=elicit) as client:
+            assert (await client.call_tool("greet_later", {})).text == "Hello, Bo!"
+        assert runs == {"before": 2, "after": 1}
+        # 2025-11-25 has no rounds: the task starts at once and asks as a task.
+        async with Client.in_memory(server, mode="2025-11-25", elicitation=elicit) as client:
+            handle = await client.call_tool("greet_later", {}, task=True)
+            assert (await handle.result(timeout=GUARD)).text == "Hello, Bo!"
+        assert runs == {"before": 3, "after": 2}
+
+
+def test_ask_before_task_is_for_a_task_tool() -> None:
+    server = Server("tasks")
+    with pytest.raises(ValueError, match="ask_before_task is for a tool that runs as a task"):
+
+        @server.tool(ask_before_task=True)
+        async def plain() -> str:
+            return "never"

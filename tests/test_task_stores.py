@@ -16,7 +16,7 @@ import pytest
 from msgspec.structs import replace
 
 from mcpspec import ext_tasks
-from mcpspec.runtime.connection import Client, Server
+from mcpspec.runtime.connection import Client, Question, RequestContext, Server
 from mcpspec.runtime.connection.task_store import (
     MemoryTaskStore,
     TaskRecord,
@@ -221,6 +221,117 @@ async def test_another_worker_answers_for_a_task_of_the_extension(stores: Stores
         got = await client.request(ext_tasks.GetTaskRequest(id=client.next_id(), params=params))
         assert got.status == "completed"
         assert msgspec.to_builtins(got.result)["content"][0]["text"] == "elsewhere"
+
+
+async def test_answers_are_kept_first_wins_and_go_with_their_task(stores: Stores) -> None:
+    one, other = stores(), stores()
+    await one.create(task("a", ttl_ms=200))
+    await other.answer("a", {"q1": b'"first"'})
+    await one.answer("a", {"q1": b'"again"', "q2": b"2"})
+    assert await other.answers("a") == {"q1": b'"first"', "q2": b"2"}
+    await one.answer("never", {"q1": b"1"})
+    assert await other.answers("never") == {}
+    await other.forget_answers("a")
+    assert await one.answers("a") == {}
+    await one.answer("a", {"q3": b"3"})
+    await anyio.sleep(0.3)  # past the ttl: the answers are gone with the task
+    assert await one.get("a") is None and await other.answers("a") == {}
+
+
+async def test_a_running_task_is_answered_and_cancelled_through_another_worker(
+    stores: Stores,
+) -> None:
+    seen = {"stopped": anyio.Event()}
+
+    def worker() -> Server:
+        server = Server("tasks", tasks=TaskSettings(store=stores(), poll_interval_ms=10))
+        form = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+        @server.tool(task="optional")
+        async def two_names(ctx: RequestContext) -> str:
+            first, second = await ctx.ask_all(
+                Question.elicit(message="first?", requested_schema=form, key="first"),
+                Question.elicit(message="second?", requested_schema=form, key="second"),
+            )
+            return f"{first.content['name']} and {second.content['name']}"
+
+        @server.tool(task="optional")
+        async def forever() -> str:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                seen["stopped"].set()
+            return "never"
+
+        return server
+
+    first, second = worker(), worker()
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}, "elicitation": {}}
+    }
+
+    async def ask(client: Client, request: Any, params: Any, **fields: Any) -> Any:
+        message = request(id=client.next_id(), params=params(meta=meta, **fields))
+        return await client.request(message)
+
+    async def get(client: Client, task_id: str) -> Any:
+        return await ask(
+            client, ext_tasks.GetTaskRequest, ext_tasks.GetTaskRequestParams, task_id=task_id
+        )
+
+    async with (
+        first.running(),
+        second.running(),
+        Client.in_memory(first, mode="2026-07-28") as here,
+        Client.in_memory(second, mode="2026-07-28") as there,
+    ):
+        with anyio.fail_after(20):
+            types = here.types
+            created = await ask(
+                here, types.CallToolRequest, types.CallToolRequestParams, name="two_names"
+            )
+            while (waiting := await get(there, created.task_id)).status != "input_required":
+                await anyio.sleep(0.01)
+            assert sorted(msgspec.to_builtins(waiting.input_requests)) == ["first", "second"]
+            answer = {"action": "accept", "content": {"name": "Ada"}}
+            responses = {"first": answer}
+            await ask(
+                there,
+                ext_tasks.UpdateTaskRequest,
+                ext_tasks.UpdateTaskRequestParams,
+                task_id=created.task_id,
+                input_responses=responses,
+            )
+            # Seen on either worker at once: only the question not answered is open.
+            for client in (here, there):
+                partly = await get(client, created.task_id)
+                assert partly.status == "input_required"
+                assert sorted(msgspec.to_builtins(partly.input_requests)) == ["second"]
+            responses = {"second": {**answer, "content": {"name": "Bo"}}}
+            await ask(
+                there,
+                ext_tasks.UpdateTaskRequest,
+                ext_tasks.UpdateTaskRequestParams,
+                task_id=created.task_id,
+                input_responses=responses,
+            )
+            while (done := await get(there, created.task_id)).status != "completed":
+                await anyio.sleep(0.01)
+            assert done.result["content"][0]["text"] == "Ada and Bo"
+            assert await stores().answers(created.task_id) == {}
+
+            created = await ask(
+                here, types.CallToolRequest, types.CallToolRequestParams, name="forever"
+            )
+            await ask(
+                there,
+                ext_tasks.CancelTaskRequest,
+                ext_tasks.CancelTaskRequestParams,
+                task_id=created.task_id,
+            )
+            # The worker running it stops the work: its record ended elsewhere.
+            await seen["stopped"].wait()
+            assert (await get(here, created.task_id)).status == "cancelled"
 
 
 @pytest.mark.cluster

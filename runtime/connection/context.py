@@ -79,6 +79,12 @@ class InputNeeded(BaseException):
         self.questions = questions
 
 
+class TaskStarting(BaseException):
+    """Raised by :meth:`RequestContext.start_task` in the request of a tool that asks
+    before its task: the server creates the task there. A ``BaseException``, as
+    :class:`InputNeeded`."""
+
+
 class _Answer(msgspec.Struct, array_like=True):
     method: str
     result: msgspec.Raw
@@ -200,6 +206,8 @@ class RequestContext:
         #: The keys of the questions asked so far (2026-07-28; made by the first).
         self._keys: set[str] | None = None
         self._progress_last: float | None = None
+        #: Whether :meth:`start_task` creates the task (set by the server).
+        self._task_starts_here = False
 
     # -- about the request -----------------------------------------------------------------------
 
@@ -291,6 +299,17 @@ class RequestContext:
         ``ctx.types.ToolListChangedNotification()``, ...) on the connection, about
         this request (:attr:`related_request_id`)."""
         await self._peer.notify(notification, related_request_id=self.related_request_id)
+
+    def start_task(self) -> None:
+        """Where the handler of a tool declared with ``ask_before_task=True`` becomes a
+        task. In 2026-07-28, called as a task of the extension, the questions it asks
+        before this point go in the request's ``InputRequiredResult`` rounds, and here
+        the client gets ``CreateTaskResult``: the handler runs again from the start as
+        the task, each question answered already (as in every round, it asks first
+        and acts after). Everywhere else (a plain call, 2025-11-25, whose task starts
+        at once, or the task itself) it does nothing."""
+        if self._task_starts_here:
+            raise TaskStarting
 
     # -- progress and logging --------------------------------------------------------------------
 

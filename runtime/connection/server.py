@@ -239,6 +239,7 @@ class Server(DeclaredFeatures):
         annotations: Mapping[str, Any] | None = None,
         scopes: Iterable[str] = (),
         task: TaskSupport | None = None,
+        ask_before_task: bool = False,
     ) -> Callable[[T], T]:
         """Declare the decorated coroutine function as a tool (see
         :mod:`mcpspec.runtime.connection.tools`: the input schema comes from its
@@ -249,7 +250,10 @@ class Server(DeclaredFeatures):
         them, and a call is refused with 403 ``insufficient_scope``). ``task``
         (``"optional"`` or ``"required"``) lets clients of 2025-11-25 call it as a task
         (see :mod:`~mcpspec.runtime.connection.tasks`): its ``execution.taskSupport``;
-        a ``"required"`` one called plainly is refused with -32601. A function
+        a ``"required"`` one called plainly is refused with -32601. With
+        ``ask_before_task``, a task of the 2026-07-28 extension asks its questions in
+        the request's rounds and becomes a task where the handler calls
+        ``ctx.start_task()`` (:meth:`~.context.RequestContext.start_task`). A function
         annotated to return content that none of the server's revisions has (``Audio``
         for a server of 2024-11-05 alone) is refused here, naming the revision needed."""
 
@@ -262,6 +266,7 @@ class Server(DeclaredFeatures):
                 annotations=annotations,
                 scopes=scopes,
                 task=task,
+                ask_before_task=ask_before_task,
             )
             refuse_unsupported(fn, self.revisions, f"tool {tool.name!r}")
             self.add_tool(tool)
@@ -368,7 +373,10 @@ class Server(DeclaredFeatures):
                 result = await tool.call(arguments, task_ctx)
                 return coerce_result(session, "tools/call", result)
 
-            return await self._tasks.start(ctx, work, None if task is None else task.ttl)
+            ttl = None if task is None else task.ttl
+            if tool.ask_before_task and ctx.stateless:
+                return await self._tasks.start_after_input(ctx, work, ttl)
+            return await self._tasks.start(ctx, work, ttl)
         return await tool.call(arguments, ctx)
 
     async def _get_task(self, request: Any, ctx: RequestContext) -> Any:

@@ -11,6 +11,12 @@ The store enforces two rules whatever the server does: a task's status only move
 forward (``working`` and ``input_required`` alternate until one of the terminal
 statuses ``completed``, ``failed`` and ``cancelled``, after which nothing changes), and a
 task is gone once its ``ttl`` has passed since its creation.
+
+A task that waits on its client (the extension's ``input_required``) has its open
+questions in its record, and the answers ``tasks/update`` brings are kept beside it
+(:meth:`TaskStore.answer`), the first answer to each question winning: whichever
+worker takes the ``tasks/get`` or the ``tasks/update``, the worker running the task
+reads them from the store.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import msgspec
 
 __all__ = [
     "TERMINAL",
+    "Answers",
     "MemoryTaskStore",
     "TaskRecord",
     "TaskStatus",
@@ -49,6 +56,10 @@ def may_follow(before: str, after: str) -> bool:
     )
 
 
+#: The JSON of a task's answers, by question key.
+Answers = dict[str, bytes]
+
+
 class TaskRecord(msgspec.Struct, kw_only=True):
     """One task as a store keeps it.
 
@@ -57,7 +68,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     epoch; ``ttl_ms`` how long it is kept from its creation (``None``: no limit);
     ``poll_interval_ms`` how often a client should ask; ``outcome`` the JSON of
     ``{"result": ...}`` or ``{"error": ...}`` once it ended (``None`` before, and for a
-    cancelled task)."""
+    cancelled task); ``questions`` the JSON of the open questions (key -> input
+    request) while it waits on its client in the extension's ``input_required``."""
 
     task_id: str
     owner: str
@@ -69,6 +81,7 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     ttl_ms: int | None
     poll_interval_ms: int
     outcome: bytes | None = None
+    questions: bytes | None = None
 
     @property
     def terminal(self) -> bool:
@@ -88,7 +101,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     @property
     def size(self) -> int:
         """About how many bytes the record holds (what the store's byte bound counts)."""
-        return 256 + len(self.task_id) + len(self.owner) + len(self.outcome or b"")
+        extra = len(self.outcome or b"") + len(self.questions or b"")
+        return 256 + len(self.task_id) + len(self.owner) + extra
 
 
 class TaskStoreFull(Exception):
@@ -120,8 +134,23 @@ class TaskStore(Protocol):
         ...
 
     async def wait(self, task_id: str, timeout: float) -> None:
-        """Return when the task ``task_id`` changes, or after ``timeout`` seconds
-        (whichever comes first; a store without change events may just sleep)."""
+        """Return when the task ``task_id`` changes (its record, or the answers kept for
+        it), or after ``timeout`` seconds (whichever comes first; a store without
+        change events may just sleep)."""
+        ...
+
+    async def answer(self, task_id: str, answers: Answers) -> None:
+        """Keep ``answers`` (question key -> the JSON of the client's answer) for the
+        task ``task_id`` until :meth:`forget_answers`; a key answered already keeps its
+        first answer. Nothing is kept for a task that is gone."""
+        ...
+
+    async def answers(self, task_id: str) -> Answers:
+        """The answers kept for the task ``task_id``, by question key."""
+        ...
+
+    async def forget_answers(self, task_id: str) -> None:
+        """Drop the answers kept for the task ``task_id`` (its questions are over)."""
         ...
 
 
@@ -146,6 +175,9 @@ class MemoryTaskStore:
         self._per_owner: dict[str, int] = {}
         self._bytes = 0
         self._changed: dict[str, anyio.Event] = {}
+        #: The answers kept per task (the server keeps only those to open questions;
+        #: they count in the bytes, and go with their task).
+        self._answers: dict[str, Answers] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -214,6 +246,27 @@ class MemoryTaskStore:
         with anyio.move_on_after(timeout):
             await event.wait()
 
+    async def answer(self, task_id: str, answers: Answers) -> None:
+        if await self.get(task_id) is None:
+            return
+        kept = self._answers.setdefault(task_id, {})
+        for key, answer in answers.items():
+            if key not in kept:
+                kept[key] = answer
+                self._bytes += len(key) + len(answer)
+        self._signal(task_id)
+
+    async def answers(self, task_id: str) -> Answers:
+        return dict(self._answers.get(task_id, {}))
+
+    async def forget_answers(self, task_id: str) -> None:
+        self._forget(task_id)
+
+    def _forget(self, task_id: str) -> None:
+        kept = self._answers.pop(task_id, None)
+        if kept:
+            self._bytes -= sum(len(key) + len(answer) for key, answer in kept.items())
+
     def _signal(self, task_id: str) -> None:
         event = self._changed.pop(task_id, None)
         if event is not None:
@@ -223,6 +276,7 @@ class MemoryTaskStore:
         record = self._records.pop(task_id, None)
         if record is None:
             return
+        self._forget(task_id)
         left = self._per_owner[record.owner] - 1
         if left:
             self._per_owner[record.owner] = left

@@ -25,13 +25,20 @@ the task when there is one.
 
 The :class:`TaskManager` keeps tasks in a :class:`~.task_store.TaskStore`
 (:class:`~.task_store.MemoryTaskStore` unless given): the store is the truth, so that a
-store shared by workers lets any of them answer for a task.
+store shared by workers lets any of them answer for a task. What reaches a running task
+from its client goes through the store too, whichever worker the request lands on: a
+cancellation is the task's record ended (the worker running it looks at the record
+every poll interval, and stops the work), and the answers of the extension's
+``tasks/update`` are kept beside the record until the worker running the task takes
+them. A handshake-era session served by several workers owns its tasks by its session
+id (:meth:`TaskManager.own`), so every copy of the session sees them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import logging
 import secrets
 import time
@@ -49,7 +56,7 @@ from mcpspec.runtime.envelope import ErrorObject, RequestId
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import KNOWN, TASKS
 
-from .context import InputNeeded, Question, RequestContext
+from .context import InputNeeded, Question, RequestContext, TaskStarting
 from .errors import ConnectionClosed, RequestError
 from .handling import CANCELLED, Handling
 from .pagination import Pager
@@ -71,6 +78,8 @@ RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 TASK_REVISIONS: Final = frozenset({"2025-11-25"})
 #: What the JSON of a result may add around it in a ``tasks/result`` answer.
 _ENVELOPE: Final = 1024
+#: The shortest wait between two looks at the store of a running task (seconds).
+_MIN_LOOK: Final = 0.01
 
 
 def failed_outcome(exc: Exception) -> tuple[str, bytes]:
@@ -139,10 +148,11 @@ class TaskManager:
         #: The ``tasks/result`` requests waiting for a task, by task: their connection
         #: and id (where the task's questions go).
         self._waiting: dict[str, list[tuple[Any, RequestId]]] = {}
-        #: The extension's open questions of each task (key -> input request), and the
-        #: slots their answers land in.
+        #: The extension's open questions of each task running here (key -> input
+        #: request): the record holds them all, whichever call of the work asked.
         self._asking: dict[str, dict[str, Any]] = {}
-        self._answers: dict[str, dict[str, tuple[anyio.Event, list[Any]]]] = {}
+        #: How long a running task waits between two looks at its record.
+        self._look = max(settings.poll_interval_ms / 1000, _MIN_LOOK)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -175,6 +185,13 @@ class TaskManager:
         if key is None:
             key = self._owners[peer] = "session:" + secrets.token_hex(16)
         return key
+
+    def own(self, peer: Any, session_id: str) -> None:
+        """Make the tasks that ``peer`` creates without a principal the session
+        ``session_id``'s: over HTTP, a session that several workers serve (a copy on
+        each) is one owner on all of them, where a connection is one per worker."""
+        digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+        self._owners[peer] = "session:" + digest
 
     async def start(
         self,
@@ -217,6 +234,30 @@ class TaskManager:
         types = ctx.types
         return types.CreateTaskResult(task=msgspec.convert(task_wire(record), types.Task))
 
+    async def start_after_input(
+        self,
+        ctx: RequestContext,
+        work: Callable[[RequestContext], Awaitable[Any]],
+        ttl: Any,
+    ) -> Any:
+        """As :meth:`start`, for a tool that asks before its task (2026-07-28): run
+        ``work`` in the request until it calls ``ctx.start_task()`` (its questions
+        before are the request's ``InputRequiredResult`` rounds, raised through), then
+        start the task, ``work`` again from the start with the request's answers. A
+        ``work`` that ends without calling it is a task ended with its result."""
+        ctx._task_starts_here = True
+        try:
+            result = await work(ctx)
+        except TaskStarting:
+            return await self.start(ctx, work, ttl)
+        finally:
+            ctx._task_starts_here = False
+
+        async def ended(_: RequestContext) -> Any:
+            return result
+
+        return await self.start(ctx, ended, ttl)
+
     async def _run(
         self,
         task_id: str,
@@ -224,30 +265,63 @@ class TaskManager:
         work: Callable[[RequestContext], Awaitable[Any]],
         principal: Principal | None,
     ) -> None:
-        running = self._running[task_id]
-        status: TaskStatus = "failed"
-        message: str | None = "the server stopped before the task ended"
-        outcome: bytes | None = None
+        handling = self._running[task_id].handling
+        ended: tuple[TaskStatus, str | None, bytes | None] | None = (
+            "failed",
+            "the server stopped before the task ended",
+            None,
+        )
         try:
-            with principal_scope(principal):
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(self._watch, task_id, handling)
                 try:
-                    result = await running.handling.run(work(ctx))
-                except RequestError as exc:
-                    message = f"{exc.error.code}: {exc.error.message}"
-                    outcome = msgspec.json.encode({"error": exc.error})
-                except Exception as exc:
-                    logger.exception("the task %s failed", task_id)
-                    message, outcome = failed_outcome(exc)
-                else:
-                    if result is CANCELLED:
-                        return  # tasks/cancel set the status already
-                    status, message, outcome = self._ended(
-                        result, ctx.revision not in TASK_REVISIONS
-                    )
+                    with principal_scope(principal):
+                        ended = await self._work(task_id, ctx, work, handling)
+                finally:
+                    watching.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await self.set_status(task_id, status, message, outcome)
+                if ended is not None:  # else tasks/cancel set the status already
+                    try:
+                        await self.set_status(task_id, *ended)
+                    except Exception:
+                        logger.exception("the end of task %s could not be kept", task_id)
                 self._running.pop(task_id, None)
+
+    async def _work(
+        self,
+        task_id: str,
+        ctx: TaskContext,
+        work: Callable[[RequestContext], Awaitable[Any]],
+        handling: Handling,
+    ) -> tuple[TaskStatus, str | None, bytes | None] | None:
+        """Run the task's ``work``: the status, message and outcome it ends with
+        (``None``: it was cancelled)."""
+        try:
+            result = await handling.run(work(ctx))
+        except RequestError as exc:
+            message = f"{exc.error.code}: {exc.error.message}"
+            return "failed", message, msgspec.json.encode({"error": exc.error})
+        except Exception as exc:
+            logger.exception("the task %s failed", task_id)
+            return ("failed", *failed_outcome(exc))
+        if result is CANCELLED:
+            return None
+        return self._ended(result, ctx.revision not in TASK_REVISIONS)
+
+    async def _watch(self, task_id: str, handling: Handling) -> None:
+        """Stop the task's work here once its record has ended elsewhere (a
+        ``tasks/cancel`` another worker took) or is gone (expired)."""
+        while True:
+            await anyio.sleep(self._look)
+            try:
+                record = await self.store.get(task_id)
+            except Exception:  # the store out of reach a while: look again later
+                logger.warning("task %s: its record could not be read", task_id[:8])
+                continue
+            if record is None or record.terminal:
+                handling.cancel()
+                return
 
     def _ended(self, result: Any, extension: bool = False) -> tuple[TaskStatus, str | None, bytes]:
         """The status, message and outcome of a task whose work returned ``result``: a
@@ -276,19 +350,27 @@ class TaskManager:
         status: TaskStatus,
         message: str | None = None,
         outcome: bytes | None = None,
+        questions: bytes | None = None,
     ) -> bool:
-        """Move the task ``task_id`` to ``status`` and tell its client; ``False`` when
-        it cannot (gone, or ended: then its work, if it runs here, is stopped)."""
+        """Move the task ``task_id`` to ``status`` (with its open ``questions``, the
+        extension's, while ``input_required``) and tell its client; ``False`` when it
+        cannot (gone, or ended: then its work, if it runs here, is stopped)."""
         record = await self.store.get(task_id)
         running = self._running.get(task_id)
         if record is None or record.terminal:
             if running is not None:
                 running.handling.cancel()
             return False
-        if record.status == status and outcome is None and message == record.status_message:
+        unchanged = (status, message, None, questions)
+        if (record.status, record.status_message, outcome, record.questions) == unchanged:
             return True
         changed = msgspec.structs.replace(
-            record, status=status, status_message=message, outcome=outcome, updated=time.time()
+            record,
+            status=status,
+            status_message=message,
+            outcome=outcome,
+            questions=questions,
+            updated=time.time(),
         )
         if not await self.store.update(changed):
             if running is not None:
@@ -403,21 +485,30 @@ class TaskManager:
         wire["resultType"] = "complete"
         if record.outcome is not None:
             wire.update(msgspec.json.decode(record.outcome))
-        elif record.status == "input_required":
-            wire["inputRequests"] = self._asking.get(task_id, {})
+        elif record.status == "input_required" and record.questions is not None:
+            answered = await self.store.answers(task_id)
+            asked: dict[str, Any] = msgspec.json.decode(record.questions)
+            pending = {key: request for key, request in asked.items() if key not in answered}
+            if pending:
+                wire["inputRequests"] = pending
+            else:  # all answered: the task has what it waited for
+                wire["status"] = "working"
+                wire.pop("statusMessage", None)
         return msgspec.convert(wire, _ext().GetTaskResult)
 
     async def update(self, ctx: RequestContext, task_id: str, responses: Any) -> Any:
         """The extension's ``tasks/update``: the answers to the task's outstanding
-        questions (keys not outstanding are ignored), then an empty acknowledgement."""
-        await self._owned(self.owner(ctx.peer, bearer=True), task_id)
-        waiting = self._answers.get(task_id)
-        if waiting is not None:
-            for key, response in dict(responses).items():
-                slot = waiting.get(key)
-                if slot is not None and not slot[0].is_set():
-                    slot[1].append(response)
-                    slot[0].set()
+        questions (keys not outstanding are ignored) kept for the worker running it,
+        then an empty acknowledgement."""
+        record = await self._owned(self.owner(ctx.peer, bearer=True), task_id)
+        asked = msgspec.json.decode(record.questions) if record.questions is not None else {}
+        answers = {
+            key: msgspec.json.encode(response)
+            for key, response in dict(responses).items()
+            if key in asked
+        }
+        if answers:
+            await self.store.answer(task_id, answers)
         return _ext().UpdateTaskResult()
 
     async def acknowledge_cancel(self, ctx: RequestContext, task_id: str) -> Any:
@@ -432,33 +523,35 @@ class TaskManager:
                 running.handling.cancel()
         return _ext().CancelTaskResult()
 
-    async def ask_in_task(self, task_id: str, questions: dict[str, Any]) -> dict[str, Any]:
+    async def ask_in_task(self, task_id: str, questions: dict[str, Any]) -> dict[str, bytes]:
         """Park the task ``task_id`` on ``questions`` (key -> input request, wire form)
-        until ``tasks/update`` answers each: ``input_required`` meanwhile, its
-        ``tasks/get`` listing the questions still open. The answers by key."""
-        slots: dict[str, tuple[anyio.Event, list[Any]]] = {
-            key: (anyio.Event(), []) for key in questions
-        }
+        until ``tasks/update`` (on any worker) answers each: ``input_required``
+        meanwhile, its ``tasks/get`` listing the questions still open. The JSON of the
+        answers by key."""
         asking = self._asking.setdefault(task_id, {})
         asking.update(questions)
-        self._answers.setdefault(task_id, {}).update(slots)
-        answers: dict[str, Any] = {}
+        waiting = "waiting for the client"
         try:
-            await self.set_status(task_id, "input_required", "waiting for the client")
-            for key, (event, box) in slots.items():
-                await event.wait()
-                answers[key] = box[0]
-                asking.pop(key, None)
+            await self.set_status(
+                task_id, "input_required", waiting, None, msgspec.json.encode(asking)
+            )
+            while True:
+                kept = await self.store.answers(task_id)
+                if all(key in kept for key in questions):
+                    return {key: kept[key] for key in questions}
+                await self.store.wait(task_id, self._look)
         finally:
             for key in questions:
                 asking.pop(key, None)
-                self._answers.get(task_id, {}).pop(key, None)
-            if not asking:
-                self._asking.pop(task_id, None)
-                self._answers.pop(task_id, None)
             with anyio.CancelScope(shield=True):
-                await self.set_status(task_id, "working")
-        return answers
+                if asking:  # another call of the work still waits on its questions
+                    await self.set_status(
+                        task_id, "input_required", waiting, None, msgspec.json.encode(asking)
+                    )
+                else:
+                    del self._asking[task_id]
+                    await self.set_status(task_id, "working")
+                    await self.store.forget_answers(task_id)
 
     def relay(self, task_id: str, peer: Any) -> RequestId | None:
         """The id of a ``tasks/result`` waiting for ``task_id`` on ``peer``, if any:
@@ -529,7 +622,7 @@ class TaskContext(RequestContext):
         typed = dict(self._answers or {})
         for key, (method, _) in waiting.items():
             try:
-                typed[key] = codec.decode_result(method, msgspec.json.encode(answers[key]))
+                typed[key] = codec.decode_result(method, answers[key])
             except Exception as exc:
                 raise RequestError.invalid_params(
                     f"the answer to {key!r} is no {method} result: {exc}"

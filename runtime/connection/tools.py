@@ -106,9 +106,12 @@ class Tool:
         output: OutputType | None = None,
         scopes: Iterable[str] = (),
         task: TaskSupport | None = None,
+        ask_before_task: bool = False,
     ) -> None:
         if task not in (None, "optional", "required"):
             raise ValueError(f"a tool's task support is 'optional' or 'required'; not {task!r}")
+        if ask_before_task and task is None:
+            raise ValueError(f"tool {name!r}: ask_before_task is for a tool that runs as a task")
         self.fn = fn
         self.name = name
         self.arguments = arguments
@@ -129,6 +132,10 @@ class Tool:
         #: Whether clients may (``"optional"``) or must (``"required"``) call it as a
         #: task (2025-11-25); ``None``: never.
         self.task_support: TaskSupport | None = task
+        #: Whether, as a task of the extension (2026-07-28), its questions before
+        #: ``ctx.start_task()`` are asked in the request's rounds, the task created
+        #: there (:meth:`~.context.RequestContext.start_task`).
+        self.ask_before_task = ask_before_task
 
     @classmethod
     def from_function(
@@ -141,6 +148,7 @@ class Tool:
         annotations: Mapping[str, Any] | None = None,
         scopes: Iterable[str] = (),
         task: TaskSupport | None = None,
+        ask_before_task: bool = False,
     ) -> Tool:
         """The tool behind ``fn`` (see the module's documentation); ``name`` defaults to
         the function's name, ``description`` to its docstring."""
@@ -183,6 +191,7 @@ class Tool:
             output=OutputType.of(hints.get("return")),
             scopes=scopes,
             task=task,
+            ask_before_task=ask_before_task,
         )
 
     @property

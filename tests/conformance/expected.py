@@ -57,7 +57,7 @@ _add(
     "2025-11-25 transports: the server 'MAY close the connection' after sending an "
     "event with an id and retry (polling is optional)",
 )
-#: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): two scenarios of ten.
+#: The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): one scenario of ten.
 _TASKS_SPEC = (
     "SEP-2663 (an extension: 'not required for any tier', SEP-1730; the suite does not score it)"
 )
@@ -68,19 +68,6 @@ _add(
     "the suite skips the scenario's only check (its harness awaits a rewrite); the server "
     "sends no notifications/tasks, which the extension leaves optional",
     _TASKS_SPEC + ": servers 'MAY push status updates via notifications/tasks'",
-)
-_add(
-    ALPHA_SERVER,
-    "tasks-mrtr-composition",
-    ["sep-2663-mrtr-synchronous-before-task-creation"],
-    "a task tool called by a client declaring the extension is answered with "
-    "CreateTaskResult at once; the questions its handler asks then make the task "
-    "input_required (answered with tasks/update) instead of being asked in "
-    "InputRequiredResult rounds before the task exists: the server cannot know "
-    "before running the handler whether it will ask",
-    "SEP-2663 Task Creation: servers that use multi round-trip requests with task "
-    "creation 'SHOULD resolve all MRTR exchanges synchronously before responding with "
-    "a CreateTaskResult'",
 )
 
 # -- our client -----------------------------------------------------------------------------
@@ -102,24 +89,5 @@ for _scenario in (
 
 
 #: Through several workers behind a balancer (``tests/test_cluster_conformance.py``):
-#: what fails against one process, and what fails only there.
-EXPECTED_THROUGH_A_CLUSTER: dict[tuple[str, str, str], Expected] = {
-    **EXPECTED,
-    **{
-        (version, run, "tasks-mrtr-input"): Expected(
-            frozenset(
-                {
-                    "sep-2663-tasks-get-status-input-required",
-                    "tasks-mrtr-partial-fulfillment",
-                    "tasks-mrtr-tasks-update-resumes",
-                }
-            ),
-            "the workers share tasks in Redis, but a running task's open questions and "
-            "the answers tasks/update brings are held by the worker that runs it: a "
-            "tasks/get or tasks/update that lands on another worker does not see them",
-            "SEP-2663 tasks/update: the server 'MUST' deliver the responses to the task "
-            "awaiting them (here: only when the request reaches the worker running it)",
-        )
-        for version, run in ALPHA_SERVER
-    },
-}
+#: what fails against one process fails there too, and nothing more.
+EXPECTED_THROUGH_A_CLUSTER: dict[tuple[str, str, str], Expected] = dict(EXPECTED)

@@ -345,10 +345,15 @@ def _declare_task_tools(server: Server) -> None:
         )
         return f"first: {_field(first, 'value')}; second: {_field(second, 'value')}"
 
-    @server.tool(description="Asks the user's name, then runs as a task", task="required")
+    @server.tool(
+        description="Asks the user's name, then runs as a task",
+        task="required",
+        ask_before_task=True,
+    )
     async def test_tool_with_task(ctx: RequestContext) -> str:
-        answer = await ctx.elicit(_form("What is your name?", user_name="string"), key="user_name")
-        return f"Hello, {_field(answer, 'user_name')}!"
+        answer = await ctx.elicit(_form("What is your name?", name="string"), key="user_name")
+        ctx.start_task()  # asked in the request's rounds; the task runs from here
+        return f"Hello, {_field(answer, 'name')}!"
 
 
 def _content_json(answer: Any) -> str:

@@ -367,6 +367,8 @@ class HandshakeEndpoint:
             ) as connection:
                 session.peer = connection.peer
                 session.connection = connection
+                # Its tasks are the session's, on every worker that serves a copy.
+                self.app.server.task_manager.own(connection.peer, session.id)
                 if prime is not None:
                     prime(connection)
                 task_status.started()

@@ -8,12 +8,16 @@ What Redis holds (``prefix`` first):
 * ``tasks``: the ids of all tasks by when they expire (a sorted set), and
   ``tasks:meta`` (a hash: each task's size and owner) and ``tasks:bytes`` (their
   total): what the bounds count; expired tasks leave them before a new one is counted;
-* ``tasks:owner:<owner>``: the ids of one owner's tasks by creation (a sorted set).
+* ``tasks:owner:<owner>``: the ids of one owner's tasks by creation (a sorted set);
+* ``task:<id>:answers``: the answers ``tasks/update`` brought to the questions of a
+  task waiting on its client (a hash by question key, the first answer kept), expiring
+  with the task.
 
 A record only moves forward: the update is one Lua script that reads the stored
 status and refuses to change a task that ended. Every call is bounded by ``timeout``
 seconds (:class:`~.session_store.StoreUnavailable` past it). :meth:`RedisTaskStore.wait`
-polls the record (every ``poll_seconds``): no connection waits on pub/sub for it.
+polls the record and the count of its answers (every ``poll_seconds``): no connection
+waits on pub/sub for it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..task_store import TaskRecord, TaskStoreFull
+from ..task_store import Answers, TaskRecord, TaskStoreFull
 from .redis_calls import bounded_call, redis_module
 
 __all__ = ["RedisTaskStore", "redis_task_store"]
@@ -45,7 +49,7 @@ local function purge(now, prefix)
       redis.call('HDEL', prefix .. 'tasks:meta', id)
     end
     redis.call('ZREM', prefix .. 'tasks', id)
-    redis.call('DEL', prefix .. 'task:' .. id)
+    redis.call('DEL', prefix .. 'task:' .. id, prefix .. 'task:' .. id .. ':answers')
   end
 end
 """
@@ -99,6 +103,21 @@ redis.call('INCRBY', prefix .. 'tasks:bytes', delta)
 return 1
 """
 
+#: Keep answers of a task that exists, each key's first one. KEYS: the record, the
+#: answers. ARGV: key, answer, key, answer, ... Returns 1 when kept, 0: no such task.
+_ANSWER = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+#: What :meth:`RedisTaskStore.wait` compares. KEYS: the record, the answers.
+_STATE = """
+return {redis.call('GET', KEYS[1]) or '', redis.call('HLEN', KEYS[2])}
+"""
+
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(TaskRecord).decode
 
@@ -131,10 +150,16 @@ class RedisTaskStore:
         self.poll_seconds = poll_seconds
         self._create = client.register_script(_CREATE)
         self._update = client.register_script(_UPDATE)
+        self._answer = client.register_script(_ANSWER)
+        self._state = client.register_script(_STATE)
 
     def key(self, task_id: str) -> str:
         """The key of a task's record."""
         return f"{self.prefix}task:{task_id}"
+
+    def answers_key(self, task_id: str) -> str:
+        """The key of the answers kept for a task's questions."""
+        return f"{self.prefix}task:{task_id}:answers"
 
     def owner_key(self, owner: str) -> str:
         """The key of an owner's tasks (by creation)."""
@@ -195,7 +220,7 @@ class RedisTaskStore:
         )
         if not ids:
             return []
-        task_ids = [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+        task_ids = [_text(i) for i in ids]
         keys = [self.key(task_id) for task_id in task_ids]
         values = await bounded_call(self.timeout, lambda: self.client.mget(keys))
         now = time.time()
@@ -203,18 +228,42 @@ class RedisTaskStore:
         return [record for record in records if record is not None]
 
     async def wait(self, task_id: str, timeout: float) -> None:
-        key = self.key(task_id)
-        before = await bounded_call(self.timeout, lambda: self.client.get(key))
+        keys = [self.key(task_id), self.answers_key(task_id)]
+        before = await bounded_call(self.timeout, lambda: self._state(keys=keys))
         with anyio.move_on_after(timeout):
             while True:
                 await anyio.sleep(self.poll_seconds)
-                now = await bounded_call(self.timeout, lambda: self.client.get(key))
+                now = await bounded_call(self.timeout, lambda: self._state(keys=keys))
                 if now != before:
                     return
+
+    async def answer(self, task_id: str, answers: Answers) -> None:
+        if not answers:
+            return
+        keys = [self.key(task_id), self.answers_key(task_id)]
+        args = [part for pair in answers.items() for part in pair]
+        await bounded_call(self.timeout, lambda: self._answer(keys=keys, args=args))
+
+    async def answers(self, task_id: str) -> Answers:
+        kept = await bounded_call(
+            self.timeout, lambda: self.client.hgetall(self.answers_key(task_id))
+        )
+        return {_text(key): _data(answer) for key, answer in kept.items()}
+
+    async def forget_answers(self, task_id: str) -> None:
+        await bounded_call(self.timeout, lambda: self.client.delete(self.answers_key(task_id)))
 
     async def aclose(self) -> None:
         """Close the connections to Redis."""
         await self.client.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _data(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
 
 
 def redis_task_store(

@@ -101,7 +101,9 @@ def bench(session: nox.Session) -> None:
     ``-- --baseline REV`` adds the checkout against git revision REV (before/after).
     Then bench/cluster.py (``--smoke`` too): requests per second through nginx on one
     and two workers sharing sessions in Redis, and the Redis path's server CPU per
-    request against the in-process one (redis-server and nginx as ``nox -s cluster``)."""
+    request against the in-process one (redis-server and nginx as ``nox -s cluster``);
+    and bench/tasks.py: a call run as a task against the plain call, tasks kept in
+    memory and in Redis."""
     _cluster_programs(session)
     session.install(".[bench,check,redis]")
     node, everything, _ = _npm_peers(session, conformance=False)
@@ -113,6 +115,7 @@ def bench(session: nox.Session) -> None:
     )
     smoke = ["--smoke"] if "--smoke" in session.posargs else []
     session.run("python", "bench/cluster.py", *smoke)
+    session.run("python", "bench/tasks.py", *smoke)
 
 
 @nox.session

@@ -128,9 +128,9 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         "tasks.requests.tools.call capability; one called as a task answers "
         "CreateTaskResult, its status moves only forward, and tasks/result answers what "
         "the plain call did; 2026-07-28 (the tasks extension): a task only for a request "
-        "declaring it, CreateTaskResult tagged \"task\" without MRTR fields, tasks/get a "
-        "DetailedTask tagged \"complete\", tasks/cancel an empty acknowledgement, -32021 "
-        "for a request not declaring it",
+        'declaring it, CreateTaskResult tagged "task" without MRTR fields, tasks/get a '
+        'DetailedTask tagged "complete" answering what the plain call did, tasks/cancel '
+        "an empty acknowledgement, -32021 for a request not declaring it",
     ),
     # http
     "http.status": CheckInfo(

@@ -360,13 +360,13 @@ class Conversation:
         if is_id(envelope.id) and envelope.id in self.declaring_tasks:
             return
         declared = (self.session.peer_capabilities or {}).get("extensions")
-        unsaid = not (isinstance(declared, dict) and TASKS in declared)
+        either = not (isinstance(declared, dict) and TASKS in declared)
+        by = "by a server that does not declare it either " if either else ""
         self.problem(
             "protocol.tasks",
             f"{where}: $.result.resultType",
             f"request id {show(envelope.id)}, which did not declare {TASKS}, was answered "
-            + ("by a server that does not declare it either " if unsaid else "")
-            + 'with a task (resultType "task"): \'A server MUST NOT return CreateTaskResult '
+            f'{by}with a task (resultType "task"): \'A server MUST NOT return CreateTaskResult '
             "to a client that did not include the extension capability on its request, "
             "regardless of prior declarations' (SEP-2663 tasks extension, Capability "
             "Negotiation)",

@@ -454,7 +454,7 @@ async def _call_tools(
     told = ", ".join(f"{counts[key]} {label}" for key, label in _CALLED if counts[key])
     conv.passed("surface.call", "tools/call", f"{len(tools)} tools: {told or 'none called'}")
     await task_rules(conv, tools, plain)
-    await task_extension_rules(conv, called)
+    await task_extension_rules(conv, called, plain)
 
 
 def _task_refusal(conv: Conversation, subject: str, reply: Reply, where: str) -> None:

@@ -15,7 +15,8 @@ checks:
 * ``tasks/get`` answers a ``DetailedTask`` tagged ``"complete"``, whose status never
   leaves a terminal one, with the ``result`` of a ``completed`` task, the ``error`` of a
   ``failed`` one, the questions (``inputRequests``, not empty) of an ``input_required``
-  one;
+  one; an ended task answers what the plain call did (a result, or one with ``isError``:
+  ``completed`` with the same kind of result);
 * ``tasks/cancel`` of a task still running answers an empty acknowledgement;
 * ``tasks/get`` from a request that did not declare the extension is refused with -32021
   (whose ``data`` names the extension: a SHOULD, so a warning when it does not).
@@ -110,6 +111,12 @@ _DETAILED: Final = {
         f"be fulfilled before the task can proceed' ({_SEP}, Task Polling)",
     ),
 }
+_SAME_ANSWER: Final = (
+    "'The tasks/get endpoint returns exactly what the underlying request would have "
+    "returned: ... If the request completed with a result (even if isError: true for tool "
+    "results), the task uses completed status and the result field MUST contain that "
+    f"result' ({_SEP}, Task Execution Errors)"
+)
 _ACKNOWLEDGED: Final = (
     "'The server MUST acknowledge the request with an empty result' ... 'The resultType "
     f'field MUST be set to "complete" on CancelTaskResult\' ({_SEP}, Task Cancellation)'
@@ -131,9 +138,12 @@ def declares_extension(capabilities: Any) -> bool:
     return isinstance(extensions, dict) and TASKS in extensions
 
 
-async def task_extension_rules(conv: Conversation, tools: list[dict[str, Any]]) -> None:
+async def task_extension_rules(
+    conv: Conversation, tools: list[dict[str, Any]], plain: dict[str, str]
+) -> None:
     """Check the extension's rules on ``tools`` (listed, and called plainly already) of a
-    2026-07-28 server that declares the extension."""
+    2026-07-28 server that declares the extension (``plain``: what each tool's plain
+    call got, by name: ``result``, ``tool-error`` or ``error``)."""
     if conv.session.model != "stateless":
         return  # the extension is defined for 2026-07-28 alone
     if not declares_extension(conv.session.peer_capabilities):
@@ -141,7 +151,7 @@ async def task_extension_rules(conv: Conversation, tools: list[dict[str, Any]]) 
     conv.passed(_CHECK, "server/discover", f"capabilities.extensions declares {TASKS}")
     followed: list[str] = []
     for tool in tools[:MAX_TRIED]:
-        task_id = await _as_task(conv, tool)
+        task_id = await _as_task(conv, tool, plain.get(str(tool.get("name"))))
         if task_id is not None:
             followed.append(task_id)
             if len(followed) == MAX_TASK_TOOLS:
@@ -179,7 +189,7 @@ async def _request(
     return reply
 
 
-async def _as_task(conv: Conversation, tool: dict[str, Any]) -> str | None:
+async def _as_task(conv: Conversation, tool: dict[str, Any], plain: str | None) -> str | None:
     """Call ``tool`` declaring the extension; follow the task it answers, if one. The
     task's id, if it answered one."""
     name = tool.get("name")
@@ -220,15 +230,20 @@ async def _as_task(conv: Conversation, tool: dict[str, Any]) -> str | None:
     if not isinstance(task_id, str) or not task_id:
         return None
     conv.passed(_CHECK, where, f"{subject}: declaring the extension, a task")
-    await _follow(conv, subject, task_id, str(status), _poll(result))
+    await _follow(conv, subject, task_id, str(status), _poll(result), plain)
     return task_id
 
 
 async def _follow(
-    conv: Conversation, subject: str, task_id: str, status: str, poll_ms: int | None
+    conv: Conversation,
+    subject: str,
+    task_id: str,
+    status: str,
+    poll_ms: int | None,
+    plain: str | None,
 ) -> None:
     """Poll ``tasks/get`` until the task ends or asks for input; cancel it if it did not
-    end."""
+    end; an ended task answers as the plain call did (``plain``)."""
     seen = [status]
     interval = min(max((poll_ms or 100) / 1000, 0.01), _MAX_POLL)
     last: dict[str, Any] | None = None
@@ -246,6 +261,7 @@ async def _follow(
         again = await _get(conv, subject, task_id)
         if again is not None:
             seen.append(str(again.get("status")))
+            last = again
     back = [(a, b) for a, b in itertools.pairwise(seen) if a in _TERMINAL and b != a]
     if back:
         a, b = back[0]
@@ -260,7 +276,35 @@ async def _follow(
         # Still working, or asking (the checker does not answer): stop it.
         await _cancel(conv, subject, task_id)
         return
+    if last is not None and not _same_answer(conv, subject, task_id, last, plain):
+        return
     conv.passed(_CHECK, f"tasks/get {task_id}", f"{subject}: its task {' -> '.join(seen)}")
+
+
+def _same_answer(
+    conv: Conversation, subject: str, task_id: str, task: dict[str, Any], plain: str | None
+) -> bool:
+    """A task whose plain call was served (a result, or one with ``isError``) completes
+    with the same kind of result. (A plain call answered with an error is not compared:
+    it may be -32021, the call served only as a task.) Whether it did."""
+    result, status = task.get("result"), task.get("status")
+    if plain not in ("result", "tool-error") or status not in ("completed", "failed"):
+        return True  # a cancelled task has no answer to compare
+    if status == "failed":
+        kind = "error"
+    elif isinstance(result, dict):
+        kind = "tool-error" if result.get("isError") is True else "result"
+    else:
+        return True  # no result: filed by its own rule
+    if kind == plain:
+        return True
+    _problem(
+        conv,
+        f"tasks/get {task_id}",
+        f"{subject}: called plainly it answered a {plain}, as a task a {kind}: {_SAME_ANSWER}",
+        subject,
+    )
+    return False
 
 
 async def _get(conv: Conversation, subject: str, task_id: str) -> dict[str, Any] | None:

@@ -12,12 +12,18 @@ import anyio
 import pytest
 
 from mcpspec.check.findings import Finding, Outcome, Report
+from mcpspec.check.http import HttpTarget
 from mcpspec.check.run import Options, check_server
 from mcpspec.check.stdio import StdioTarget
+from mcpspec.runtime.connection.http import http_app
+from tests.http_kit import serve_app
+from tests.peers.task_extension_server import build
 
 SCRIPT: Final = str(Path(__file__).resolve().parent / "peers" / "task_extension_server.py")
 OPTIONS: Final = Options(revisions=("2026-07-28",), call_tools=True, timeout=10)
 TASKS: Final = "io.modelcontextprotocol/tasks"
+#: uvicorn runs on asyncio.
+ANYIO_BACKENDS: Final = ("asyncio",)
 
 
 def _check(defect: str | None) -> Report:
@@ -42,6 +48,18 @@ def test_a_server_with_extension_tasks_passes_the_extension_rules() -> None:
     assert f"tasks/get not declaring {TASKS}: -32021" in passed
     # Three tasks followed at most: the fourth tool is not called declaring the extension.
     assert not any("'must'" in why for why in passed)
+
+
+@pytest.mark.anyio
+async def test_the_extension_rules_pass_over_streamable_http() -> None:
+    # Over HTTP the link mirrors each task request's task id in Mcp-Name (Routing Headers).
+    async with serve_app(http_app(build())) as base:
+        report = await check_server(HttpTarget(base + "/mcp", timeout=10), OPTIONS)
+    assert [f.why for f in report.findings() if f.problem] == []
+    passed = [f.why for f in _tasks(report) if f.outcome is Outcome.PASSED]
+    assert "tool 'ask': tasks/cancel acknowledged" in passed
+    assert any(why.endswith("-> completed -> completed") for why in passed), passed
+    assert f"tasks/get not declaring {TASKS}: -32021" in passed
 
 
 #: Each defect, the tools whose finding it makes, and that finding's start (after the
@@ -84,6 +102,13 @@ FOUND: Final = [
         "its task is input_required with an empty inputRequests: 'If the status is "
         "input_required, the server MUST",
         "Task Polling",
+    ),
+    (
+        "differs",
+        ("slow",),
+        "called plainly it answered a result, as a task a tool-error: 'The tasks/get endpoint "
+        "returns exactly what the underlying request would have returned",
+        "Task Execution Errors",
     ),
     (
         "backwards",

@@ -151,6 +151,17 @@ class InputRequiredEmpty(_Rewrite):
             result["inputRequests"] = {}
 
 
+class Differs(_Rewrite):
+    """A task completes with a tool error where the plain call answered a result."""
+
+    name = "differs"
+    method = "tasks/get"
+
+    def change(self, result: dict[str, Any], params: Any) -> None:
+        if result.get("status") == "completed" and isinstance(result.get("result"), dict):
+            result["result"]["isError"] = True
+
+
 class Backwards(_Rewrite):
     """A task read ``completed`` once is read ``working`` again."""
 
@@ -245,6 +256,7 @@ DEFECTS: dict[str, type[Defect]] = {
         CompletedWithoutResult,
         FailedWithoutError,
         InputRequiredEmpty,
+        Differs,
         Backwards,
         CancelWithTask,
         GetUndeclaredServed,

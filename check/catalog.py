@@ -127,7 +127,10 @@ CHECKS: Final[dict[str, CheckInfo]] = {
         "without a task, is answered -32601; tools with taskSupport go with the "
         "tasks.requests.tools.call capability; one called as a task answers "
         "CreateTaskResult, its status moves only forward, and tasks/result answers what "
-        "the plain call did",
+        "the plain call did; 2026-07-28 (the tasks extension): a task only for a request "
+        'declaring it, CreateTaskResult tagged "task" without MRTR fields, tasks/get a '
+        'DetailedTask tagged "complete" answering what the plain call did, tasks/cancel '
+        "an empty acknowledgement, -32021 for a request not declaring it",
     ),
     # http
     "http.status": CheckInfo(

@@ -42,6 +42,7 @@ from mcpspec.runtime import (
 )
 from mcpspec.runtime.envelope import is_id
 from mcpspec.runtime.errors import clip, show
+from mcpspec.runtime.extensions import TASKS
 
 from .errors import LinkClosed
 from .findings import Finding, Outcome, RevisionReport, broken
@@ -148,6 +149,9 @@ class Conversation:
         #: What a request of the checker is about (``tool "add"``), by id: named in the
         #: findings its answer causes.
         self.subjects: dict[Any, str] = {}
+        #: Raw requests in flight that declare the tasks extension (2026-07-28): only
+        #: they may be answered with a task.
+        self.declaring_tasks: set[Any] = set()
         self._task_group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> Conversation:
@@ -313,6 +317,8 @@ class Conversation:
                 self.problem("wire.message", where, f"not a JSON-RPC message: {show(_text(data))}")
                 return
         elif _is_response(envelope):
+            if self.session.model == "stateless":
+                self.unsolicited_task(envelope, where)
             if self._take_raw(envelope, where):
                 return
             if (
@@ -345,6 +351,27 @@ class Conversation:
                 f"{where}: $.result",
                 "a 2026-07-28 result carries resultType (servers of this revision MUST include it)",
             )
+
+    def unsolicited_task(self, envelope: _Envelope, where: str) -> None:
+        """A result tagged ``"task"`` answers only a request declaring the extension."""
+        result = envelope.result
+        if not isinstance(result, dict) or result.get("resultType") != "task":
+            return
+        if is_id(envelope.id) and envelope.id in self.declaring_tasks:
+            return
+        declared = (self.session.peer_capabilities or {}).get("extensions")
+        either = not (isinstance(declared, dict) and TASKS in declared)
+        by = "by a server that does not declare it either " if either else ""
+        self.problem(
+            "protocol.tasks",
+            f"{where}: $.result.resultType",
+            f"request id {show(envelope.id)}, which did not declare {TASKS}, was answered "
+            f'{by}with a task (resultType "task"): \'A server MUST NOT return CreateTaskResult '
+            "to a client that did not include the extension capability on its request, "
+            "regardless of prior declarations' (SEP-2663 tasks extension, Capability "
+            "Negotiation)",
+            subject=self.subjects.get(envelope.id, "") if is_id(envelope.id) else "",
+        )
 
     def _take_raw(self, envelope: _Envelope, where: str) -> bool:
         """Settle a raw probe this response answers; whether it did."""
@@ -506,6 +533,15 @@ class Conversation:
             probe["params"] = {"_meta": self.stateless_meta()}
         reply = await self.raw_request(probe)
         return reply.kind in ("result", "error")
+
+    def raw_cancel(self, request_id: Any, reason: str) -> bytes:
+        """``notifications/cancelled`` of a raw request (2026-07-28 over HTTP: the link
+        closes the request's response stream instead of posting it)."""
+        params: dict[str, Any] = {"requestId": request_id, "reason": reason}
+        if self.session.model == "stateless":
+            params["_meta"] = self.stateless_meta()
+        message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        return msgspec.json.encode(message)
 
     def stateless_meta(self, version: str | None = None) -> dict[str, Any]:
         """The ``_meta`` a 2026-07-28 request carries."""

@@ -21,6 +21,7 @@ from mcpspec.runtime.errors import clip, show
 from .catalog import CHECKS, Level
 from .conversation import Conversation, Reply
 from .json_schema import GaveUp, check_schema, example_of, validate
+from .task_extension_probes import task_extension_rules
 from .task_probes import task_rules
 
 __all__ = [
@@ -396,8 +397,9 @@ async def _call_tools(
         conv.skipped("surface.call", "no tools")
         return
     counts = dict.fromkeys((key for key, _ in _CALLED), 0)
-    #: What each tool's plain call got (for the task rules).
+    #: What each tool's plain call got (for the task rules), and the tools called.
     plain: dict[str, str] = {}
+    called: list[dict[str, Any]] = []
     for index, tool in enumerate(tools):
         name = tool.get("name")
         subject = f"tool {show(name)}"
@@ -412,6 +414,7 @@ async def _call_tools(
             conv.skipped("surface.call", why, f"tools/call {show(name)}")
             continue
         request = typed(conv, "tools/call", {"name": name, "arguments": arguments})
+        called.append(tool)
         conv.subjects[request.id] = subject
         reply = await conv.request(request, progress_token=f"mcpspec-check-{name}")
         conv.subjects.pop(request.id, None)
@@ -451,6 +454,7 @@ async def _call_tools(
     told = ", ".join(f"{counts[key]} {label}" for key, label in _CALLED if counts[key])
     conv.passed("surface.call", "tools/call", f"{len(tools)} tools: {told or 'none called'}")
     await task_rules(conv, tools, plain)
+    await task_extension_rules(conv, called, plain)
 
 
 def _task_refusal(conv: Conversation, subject: str, reply: Reply, where: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from mcpspec.runtime.connection import RequestError, Server, ToolError
+from mcpspec.runtime.connection import Question, RequestContext, RequestError, Server, ToolError
 
 
 def add_task_tools(server: Server) -> dict[str, Any]:
@@ -34,3 +34,18 @@ def add_task_tools(server: Server) -> dict[str, Any]:
         raise RequestError.invalid_params("not like that")
 
     return seen
+
+
+def add_two_names(server: Server) -> None:
+    """Declare on ``server`` the task tool ``two_names``: it asks two questions at once
+    (keys ``first`` and ``second``, each a form with a ``name``), then answers both
+    names."""
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    @server.tool(task="optional")
+    async def two_names(ctx: RequestContext) -> str:
+        first, second = await ctx.ask_all(
+            Question.elicit(message="first?", requested_schema=form, key="first"),
+            Question.elicit(message="second?", requested_schema=form, key="second"),
+        )
+        return f"{first.content['name']} and {second.content['name']}"

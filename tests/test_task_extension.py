@@ -13,7 +13,6 @@ import pytest
 from mcpspec import ext_tasks
 from mcpspec.runtime.connection import (
     Client,
-    Question,
     RequestContext,
     RequestError,
     Server,
@@ -25,7 +24,7 @@ from mcpspec.runtime.connection.tasks import TaskSettings
 from mcpspec.runtime.errors import ErrorCode
 from mcpspec.runtime.extensions import TASKS, extended_codec, known_extensions
 from mcpspec.runtime.session.misuse import RevisionError
-from tests.tasks_kit import add_task_tools
+from tests.tasks_kit import add_task_tools, add_two_names
 
 from .http_kit import serve_app
 
@@ -49,14 +48,7 @@ def build() -> tuple[Server, dict[str, Any]]:
     async def greet(name: str) -> str:
         return f"Hello, {name}!"
 
-    @server.tool(task="optional")
-    async def two_names(ctx: RequestContext) -> str:
-        first, second = await ctx.ask_all(
-            Question.elicit(message="first?", requested_schema=NAME, key="first"),
-            Question.elicit(message="second?", requested_schema=NAME, key="second"),
-        )
-        return f"{first.content['name']} and {second.content['name']}"
-
+    add_two_names(server)
     return server, seen
 
 

@@ -16,7 +16,7 @@ import pytest
 from msgspec.structs import replace
 
 from mcpspec import ext_tasks
-from mcpspec.runtime.connection import Client, Question, RequestContext, Server
+from mcpspec.runtime.connection import Client, Server
 from mcpspec.runtime.connection.task_store import (
     MemoryTaskStore,
     TaskRecord,
@@ -27,6 +27,7 @@ from mcpspec.runtime.connection.tasks import TaskSettings
 from mcpspec.runtime.extensions import TASKS
 from tests.cluster_kit import redis_server
 from tests.http_kit import free_port
+from tests.tasks_kit import add_two_names
 
 pytestmark = pytest.mark.anyio
 #: redis-py runs on asyncio alone (the memory store runs on trio in test_connection_tasks).
@@ -245,15 +246,7 @@ async def test_a_running_task_is_answered_and_cancelled_through_another_worker(
 
     def worker() -> Server:
         server = Server("tasks", tasks=TaskSettings(store=stores(), poll_interval_ms=10))
-        form = {"type": "object", "properties": {"name": {"type": "string"}}}
-
-        @server.tool(task="optional")
-        async def two_names(ctx: RequestContext) -> str:
-            first, second = await ctx.ask_all(
-                Question.elicit(message="first?", requested_schema=form, key="first"),
-                Question.elicit(message="second?", requested_schema=form, key="second"),
-            )
-            return f"{first.content['name']} and {second.content['name']}"
+        add_two_names(server)
 
         @server.tool(task="optional")
         async def forever() -> str:
@@ -279,6 +272,10 @@ async def test_a_running_task_is_answered_and_cancelled_through_another_worker(
             client, ext_tasks.GetTaskRequest, ext_tasks.GetTaskRequestParams, task_id=task_id
         )
 
+    async def update(client: Client, task_id: str, responses: dict[str, Any]) -> Any:
+        request, params = ext_tasks.UpdateTaskRequest, ext_tasks.UpdateTaskRequestParams
+        return await ask(client, request, params, task_id=task_id, input_responses=responses)
+
     async with (
         first.running(),
         second.running(),
@@ -294,27 +291,13 @@ async def test_a_running_task_is_answered_and_cancelled_through_another_worker(
                 await anyio.sleep(0.01)
             assert sorted(msgspec.to_builtins(waiting.input_requests)) == ["first", "second"]
             answer = {"action": "accept", "content": {"name": "Ada"}}
-            responses = {"first": answer}
-            await ask(
-                there,
-                ext_tasks.UpdateTaskRequest,
-                ext_tasks.UpdateTaskRequestParams,
-                task_id=created.task_id,
-                input_responses=responses,
-            )
+            await update(there, created.task_id, {"first": answer})
             # Seen on either worker at once: only the question not answered is open.
             for client in (here, there):
                 partly = await get(client, created.task_id)
                 assert partly.status == "input_required"
                 assert sorted(msgspec.to_builtins(partly.input_requests)) == ["second"]
-            responses = {"second": {**answer, "content": {"name": "Bo"}}}
-            await ask(
-                there,
-                ext_tasks.UpdateTaskRequest,
-                ext_tasks.UpdateTaskRequestParams,
-                task_id=created.task_id,
-                input_responses=responses,
-            )
+            await update(there, created.task_id, {"second": {**answer, "content": {"name": "Bo"}}})
             while (done := await get(there, created.task_id)).status != "completed":
                 await anyio.sleep(0.01)
             assert done.result["content"][0]["text"] == "Ada and Bo"

@@ -118,37 +118,42 @@ class GetTaggedTask(_Rewrite):
         result["resultType"] = "task"
 
 
-class CompletedWithoutResult(_Rewrite):
+class _ReadWithout(_Rewrite):
+    """A task of :attr:`status` is read with :attr:`member` left out (or emptied)."""
+
+    method = "tasks/get"
+    status: ClassVar[str] = ""
+    member: ClassVar[str] = ""
+    #: What the member becomes: gone (``None``), or this value.
+    left: ClassVar[Any] = None
+
+    def change(self, result: dict[str, Any], params: Any) -> None:
+        if result.get("status") == self.status:
+            if self.left is None:
+                result.pop(self.member, None)
+            else:
+                result[self.member] = self.left
+
+
+class CompletedWithoutResult(_ReadWithout):
     """A ``completed`` task is read without its ``result``."""
 
     name = "completed-without-result"
-    method = "tasks/get"
-
-    def change(self, result: dict[str, Any], params: Any) -> None:
-        if result.get("status") == "completed":
-            result.pop("result", None)
+    status, member = "completed", "result"
 
 
-class FailedWithoutError(_Rewrite):
+class FailedWithoutError(_ReadWithout):
     """A ``failed`` task is read without its ``error``."""
 
     name = "failed-without-error"
-    method = "tasks/get"
-
-    def change(self, result: dict[str, Any], params: Any) -> None:
-        if result.get("status") == "failed":
-            result.pop("error", None)
+    status, member = "failed", "error"
 
 
-class InputRequiredEmpty(_Rewrite):
+class InputRequiredEmpty(_ReadWithout):
     """An ``input_required`` task is read with no questions in ``inputRequests``."""
 
     name = "input-required-empty"
-    method = "tasks/get"
-
-    def change(self, result: dict[str, Any], params: Any) -> None:
-        if result.get("status") == "input_required":
-            result["inputRequests"] = {}
+    status, member, left = "input_required", "inputRequests", {}
 
 
 class Differs(_Rewrite):

@@ -51,7 +51,9 @@ def echo_server(store: TaskStore) -> Server:
 @asynccontextmanager
 async def stores(redis: bool) -> AsyncIterator[dict[str, Callable[[], TaskStore]]]:
     """The stores compared, by name (each call a store of its own)."""
-    made: dict[str, Callable[[], TaskStore]] = {"memory": MemoryTaskStore}
+    # Every task of a run is kept (an hour): bounds above what a run creates.
+    bounds = {"max_tasks": 1_000_000, "max_per_owner": 1_000_000}
+    made: dict[str, Callable[[], TaskStore]] = {"memory": lambda: MemoryTaskStore(**bounds)}
     if not redis:
         yield made
         return
@@ -61,7 +63,7 @@ async def stores(redis: bool) -> AsyncIterator[dict[str, Callable[[], TaskStore]
     async with redis_server() as url, AsyncExitStack() as closing:
 
         def on_redis() -> TaskStore:
-            store = redis_task_store(url, poll_seconds=0.001)
+            store = redis_task_store(url, poll_seconds=0.001, **bounds)
             closing.push_async_callback(store.aclose)
             return store
 

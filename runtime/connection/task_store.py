@@ -257,6 +257,8 @@ class MemoryTaskStore:
         self._signal(task_id)
 
     async def answers(self, task_id: str) -> Answers:
+        if await self.get(task_id) is None:  # expired: its answers go with it
+            return {}
         return dict(self._answers.get(task_id, {}))
 
     async def forget_answers(self, task_id: str) -> None:

@@ -29,6 +29,11 @@ __all__ = [
 UPSTREAM_REPOSITORY = "modelcontextprotocol/modelcontextprotocol"
 
 
+def raw_url(repository: str, commit: str, path: str) -> str:
+    """The raw file at ``path`` of ``repository`` (owner/name) at ``commit``."""
+    return f"https://raw.githubusercontent.com/{repository}/{commit}/{path}"
+
+
 @dataclass(frozen=True)
 class Pin:
     """One revision's schema file: where it lives upstream and what its bytes hash to."""
@@ -41,10 +46,7 @@ class Pin:
     @property
     def download_url(self) -> str:
         """The raw file at the pinned commit, for machines without a local copy."""
-        return (
-            f"https://raw.githubusercontent.com/{UPSTREAM_REPOSITORY}/"
-            f"{self.commit}/{self.upstream_path}"
-        )
+        return raw_url(UPSTREAM_REPOSITORY, self.commit, self.upstream_path)
 
 
 _COMMIT = "b0f60ba5409db7a6582440a7b473cc0398890f15"
@@ -118,10 +120,7 @@ class ExtensionPin:
     @property
     def download_url(self) -> str:
         """The raw file at the pinned commit, for machines without a local copy."""
-        return (
-            f"https://raw.githubusercontent.com/{self.repository}/"
-            f"{self.commit}/{self.upstream_path}"
-        )
+        return raw_url(self.repository, self.commit, self.upstream_path)
 
 
 #: The extensions whose modules are generated. The tasks extension (SEP-2663) is a draft.

@@ -295,6 +295,12 @@ LOAD_CLIENTS, LOAD_CALLS = (
 #: How far a worker's resident memory may stay above where it was before the load run,
 #: once the run's sessions have ended: a fraction of it, and a fixed allowance (the
 #: allocator keeps some freed memory; a leak of the run's answers or sessions is more).
+#: The typed errors a call may end with while a worker or Redis is down.
+TYPED_FAILURES = (
+    client_errors.RequestError,
+    client_errors.ConnectionClosed,
+    client_errors.RequestTimeout,
+)
 RSS_GROWTH = 0.1
 RSS_SLACK = 16 * 1024 * 1024
 
@@ -316,11 +322,7 @@ async def test_load_with_a_worker_killed_and_restarted_midway(stack: ClusterStac
                 text = f"{mode}/{number}/{call}"
                 try:
                     result = await client.call_tool("echo", {"text": text}, timeout=20)
-                except (
-                    client_errors.RequestError,
-                    client_errors.ConnectionClosed,
-                    client_errors.RequestTimeout,
-                ) as exc:
+                except TYPED_FAILURES as exc:
                     failures.append(exc)
                     continue
                 # Never another client's answer, nor another call's.
@@ -387,11 +389,7 @@ async def test_load_with_redis_stopped_and_restarted_midway(stack: ClusterStack)
                     call += 1
                     try:
                         result = await client.call_tool("echo", {"text": text}, timeout=20)
-                    except (
-                        client_errors.RequestError,
-                        client_errors.ConnectionClosed,
-                        client_errors.RequestTimeout,
-                    ) as exc:
+                    except TYPED_FAILURES as exc:
                         failures.append(exc)
                         ended = "Session expired" in str(exc) or isinstance(
                             exc, client_errors.ConnectionClosed

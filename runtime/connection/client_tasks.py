@@ -37,7 +37,7 @@ from .errors import RequestError
 from .handling import CANCELLED, Handling
 from .results import ToolResult
 from .task_store import MemoryTaskStore, TaskRecord, TaskStatus, TaskStoreFull
-from .tasks import RELATED_TASK, failed_outcome, task_wire
+from .tasks import ended_answer, failed_outcome, task_wire
 
 if TYPE_CHECKING:
     from .client import Client
@@ -436,13 +436,4 @@ class ClientTasks:
         while not record.terminal:  # tasks/result
             await self.store.wait(task_id, record.poll_interval_ms / 1000)
             record = await self._record(task_id)
-        if record.outcome is None:
-            raise RequestError.of(ErrorCode.INVALID_PARAMS, f"task {task_id!r} was cancelled")
-        outcome = msgspec.json.decode(record.outcome)
-        if "error" in outcome:
-            raise RequestError(msgspec.convert(outcome["error"], ErrorObject))
-        result: dict[str, Any] = outcome["result"]
-        meta = dict(result.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": task_id}
-        result["_meta"] = meta
-        return result
+        return ended_answer(record)

@@ -432,20 +432,7 @@ class TaskManager:
                 waiting.remove(waiter)
                 if not waiting:
                     del self._waiting[task_id]
-        if record.outcome is None:
-            raise RequestError.of(
-                ErrorCode.INVALID_PARAMS,
-                f"task {task_id!r} was cancelled: it has no result",
-                data={"taskId": task_id, "status": record.status},
-            )
-        outcome = msgspec.json.decode(record.outcome)
-        if "error" in outcome:
-            raise RequestError(msgspec.convert(outcome["error"], ErrorObject))
-        result: dict[str, Any] = outcome["result"]
-        meta = dict(result.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": task_id}
-        result["_meta"] = meta
-        return result
+        return ended_answer(record)
 
     async def list(self, ctx: RequestContext, cursor: Any) -> Any:
         """The ``ListTasksResult`` of ``tasks/list`` (a page of the client's tasks)."""
@@ -643,6 +630,27 @@ class TaskContext(RequestContext):
         return wire
 
 
+def ended_answer(record: TaskRecord) -> dict[str, Any]:
+    """The answer of ``tasks/result`` for the ended task ``record``: the result its
+    request would have had, with the task named in its ``_meta``; raises the error its
+    request would have had, or -32602 for a cancelled task (it has no result)."""
+    task_id = record.task_id
+    if record.outcome is None:
+        raise RequestError.of(
+            ErrorCode.INVALID_PARAMS,
+            f"task {task_id!r} was cancelled: it has no result",
+            data={"taskId": task_id, "status": record.status},
+        )
+    outcome = msgspec.json.decode(record.outcome)
+    if "error" in outcome:
+        raise RequestError(msgspec.convert(outcome["error"], ErrorObject))
+    result: dict[str, Any] = outcome["result"]
+    meta = dict(result.get("_meta") or {})
+    meta[RELATED_TASK] = {"taskId": task_id}
+    result["_meta"] = meta
+    return result
+
+
 def task_wire(record: TaskRecord) -> dict[str, Any]:
     """``record`` as a ``Task`` in wire form."""
     wire: dict[str, Any] = {
@@ -661,18 +669,10 @@ def task_wire(record: TaskRecord) -> dict[str, Any]:
 def extension_task(record: TaskRecord) -> dict[str, Any]:
     """``record`` as the extension's ``Task`` (``ttlMs``, ``pollIntervalMs``), the
     ``resultType`` of a ``CreateTaskResult``."""
-    wire: dict[str, Any] = {
-        "resultType": "task",
-        "taskId": record.task_id,
-        "status": record.status,
-        "createdAt": _iso(record.created),
-        "lastUpdatedAt": _iso(record.updated),
-        "ttlMs": record.ttl_ms,
-        "pollIntervalMs": record.poll_interval_ms,
-    }
-    if record.status_message is not None:
-        wire["statusMessage"] = record.status_message
-    return wire
+    wire = task_wire(record)
+    wire["ttlMs"] = wire.pop("ttl")
+    wire["pollIntervalMs"] = wire.pop("pollInterval")
+    return {"resultType": "task", **wire}
 
 
 def _ext() -> Any:

@@ -20,7 +20,7 @@ import contextlib
 import datetime
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -37,7 +37,7 @@ from .errors import RequestError
 from .handling import CANCELLED, Handling
 from .results import ToolResult
 from .task_store import MemoryTaskStore, TaskRecord, TaskStatus, TaskStoreFull
-from .tasks import ended_answer, failed_outcome, task_wire
+from .tasks import TaskRunner, ended_answer, failed_outcome, task_wire
 
 if TYPE_CHECKING:
     from .client import Client
@@ -316,7 +316,7 @@ class ClientTasks:
         self.poll_interval_ms = poll_interval_ms
         self.default_ttl_ms = default_ttl_ms
         self.max_ttl_ms = max_ttl_ms
-        self._group: anyio.abc.TaskGroup | None = None
+        self._runner = TaskRunner("the client runs no tasks now")
         self._running: dict[str, Handling] = {}
 
     @staticmethod
@@ -329,25 +329,16 @@ class ClientTasks:
                 requests.setdefault(path[0], {})[path[1]] = {}
         return {"list": {}, "cancel": {}, "requests": requests}
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Run tasks for the block's duration; leaving cancels those still running."""
-        async with anyio.create_task_group() as group:
-            self._group = group
-            try:
-                yield
-            finally:
-                self._group = None
-                group.cancel_scope.cancel()
+        return self._runner.running()
 
     async def start(
         self, types: ModuleType, method: str, ttl: Any, work: Callable[[], Awaitable[Any]]
     ) -> Any:
         """Create a task running ``work`` (the handler of a request of ``method``);
         its ``CreateTaskResult``."""
-        group = self._group
-        if group is None:
-            raise RequestError.of(ErrorCode.INTERNAL_ERROR, "the client runs no tasks now")
+        group = self._runner.group()
         now = time.time()
         asked = self.default_ttl_ms if ttl is msgspec.UNSET or ttl is None else max(int(ttl), 0)
         record = TaskRecord(

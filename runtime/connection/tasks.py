@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from .peer import Peer
 
-__all__ = ["RELATED_TASK", "TaskContext", "TaskManager", "TaskSettings"]
+__all__ = ["RELATED_TASK", "TaskContext", "TaskManager", "TaskRunner", "TaskSettings"]
 
 logger = logging.getLogger("mcpspec.connection")
 
@@ -118,6 +118,37 @@ class TaskSettings:
         return limit if ttl is None else min(ttl, limit)
 
 
+class TaskRunner:
+    """Where tasks run that outlive the request that started them: a task group held
+    for the duration of :meth:`running` (shared when entered already); leaving
+    cancels the tasks still running."""
+
+    def __init__(self, absent: str) -> None:
+        self._group: anyio.abc.TaskGroup | None = None
+        #: Why a task cannot start while no group is held (the answer's message).
+        self._absent = absent
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run tasks for the block's duration."""
+        if self._group is not None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    def group(self) -> anyio.abc.TaskGroup:
+        """The task group tasks start in; -32603 when none is held."""
+        if self._group is None:
+            raise RequestError.of(ErrorCode.INTERNAL_ERROR, self._absent)
+        return self._group
+
+
 class _Running:
     """A task running in this process: how to stop it, and where it came from."""
 
@@ -141,7 +172,9 @@ class TaskManager:
             if settings.max_result_bytes is not None
             else max(max_message_bytes - _ENVELOPE, 0)
         )
-        self._group: anyio.abc.TaskGroup | None = None
+        self._runner = TaskRunner(
+            "the server runs no tasks: serve it inside `async with server.running():`"
+        )
         self._running: dict[str, _Running] = {}
         #: An owner key per connection without a principal (random: never guessed).
         self._owners: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -156,20 +189,10 @@ class TaskManager:
 
     # -- running ---------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Run tasks for the block's duration (shared when entered already); leaving
         cancels the tasks still running."""
-        if self._group is not None:
-            yield
-            return
-        async with anyio.create_task_group() as group:
-            self._group = group
-            try:
-                yield
-            finally:
-                self._group = None
-                group.cancel_scope.cancel()
+        return self._runner.running()
 
     def owner(self, peer: Any, bearer: bool = False) -> str:
         """Whose the tasks created now are: the principal's (over HTTP with
@@ -203,12 +226,7 @@ class TaskManager:
         on it in the server's task group (with a :class:`TaskContext`; it returns the
         result the plain request would have answered), and give the
         ``CreateTaskResult``."""
-        group = self._group
-        if group is None:
-            raise RequestError.of(
-                ErrorCode.INTERNAL_ERROR,
-                "the server runs no tasks: serve it inside `async with server.running():`",
-            )
+        group = self._runner.group()
         now = time.time()
         record = TaskRecord(
             task_id=secrets.token_urlsafe(16),
